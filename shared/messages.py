@@ -1,0 +1,296 @@
+"""Message contracts: one pydantic model per stream, named for what happened.
+
+Every message carries ``run_id`` (or a request id), ``tenant_id``, the signed scope token
+and a deadline (Unix seconds). Models forbid unknown fields, so a message that does not
+match its contract is refused rather than half-understood.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+SCHEMA_VERSION = 1
+
+SearchMode = Literal["keyword", "semantic", "hybrid"]
+Outcome = Literal["answered", "insufficient_evidence", "budget_exhausted", "degraded"]
+Ending = Literal["answer", "insufficient_evidence", "budget_exhausted", "degraded"]
+RemovalReason = Literal[
+    "no_citation", "unknown_citation", "quote_not_found", "empty_sentence", "malformed"
+]
+
+
+class Contract(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=False)
+
+
+class Envelope(Contract):
+    schema_version: Literal[1] = SCHEMA_VERSION
+    run_id: str
+    tenant_id: str
+    scope_token: str
+    deadline: float
+
+
+# ---------------------------------------------------------------- search results
+
+
+class Hit(Contract):
+    """One message found by a search, best chunk first."""
+
+    message_id: str
+    thread_id: str
+    mailbox: str
+    sender: str
+    date: datetime | None
+    subject: str
+    snippet: str
+    score: float
+    folder: str = ""
+    has_attachments: bool = False
+
+
+class EvidenceAttachment(Contract):
+    name: str
+    text: str
+
+
+class EvidenceMessage(Contract):
+    """A message as the searcher stored it in a run's evidence: the source the verifier
+    checks quotes against and copies excerpts from."""
+
+    message_id: str
+    tenant_id: str
+    thread_id: str
+    mailbox: str
+    sender: str
+    recipients: list[str] = Field(default_factory=list)
+    date: datetime | None
+    subject: str
+    body: str
+    attachments: list[EvidenceAttachment] = Field(default_factory=list)
+    snippet: str = ""
+
+
+class EvidenceSummary(Contract):
+    """What a finished run says about each evidence message."""
+
+    message_id: str
+    thread_id: str
+    sender: str
+    date: datetime | None
+    subject: str
+    snippet: str
+
+
+# ---------------------------------------------------------------- tools
+
+
+class ToolCall(Contract):
+    call_id: str
+    tool: str
+    arguments: dict[str, Any] = Field(default_factory=dict)
+
+
+class ToolOutcome(Contract):
+    call_id: str
+    tool: str
+    arguments: dict[str, Any]
+    ok: bool
+    error: str | None = None
+    error_code: str | None = None
+    widen_attempt: bool = False
+    duration_ms: float = 0.0
+    message_ids: list[str] = Field(default_factory=list)
+    output: Any = None
+
+
+class ToolBatchRequested(Envelope):
+    step: int
+    calls: list[ToolCall]
+
+
+class ToolBatchCompleted(Envelope):
+    step: int
+    outcomes: list[ToolOutcome]
+
+
+# ---------------------------------------------------------------- direct calls
+
+
+class SearchRequested(Contract):
+    schema_version: Literal[1] = SCHEMA_VERSION
+    request_id: str
+    tenant_id: str
+    scope_token: str
+    deadline: float
+    query: str
+    mode: SearchMode
+    filters: dict[str, Any] = Field(default_factory=dict)
+    limit: int = 10
+
+
+class SearchReplied(Contract):
+    request_id: str
+    ok: bool
+    hits: list[Hit] = Field(default_factory=list)
+    error: str | None = None
+    error_code: str | None = None
+    status: int = 200
+    widen_attempt: bool = False
+    took_ms: float = 0.0
+
+
+class IngestRequested(Contract):
+    schema_version: Literal[1] = SCHEMA_VERSION
+    request_id: str
+    tenant_id: str
+    mailbox: str
+    folder: str = "INBOX"
+    raw: list[str]  # RFC 822 messages, base64
+
+
+class IngestItem(Contract):
+    index: int
+    status: Literal["indexed", "duplicate", "error"]
+    message_id: str | None = None
+    error: str | None = None
+
+
+class IngestReplied(Contract):
+    request_id: str
+    items: list[IngestItem]
+
+
+# ---------------------------------------------------------------- runs
+
+
+class Usage(Contract):
+    steps: int = 0
+    seconds: float = 0.0
+    model_calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+
+class StepTrace(Contract):
+    step: int
+    kind: str
+    tool_calls: list[ToolOutcome] = Field(default_factory=list)
+    duration_ms: float = 0.0
+    model_usage: Usage | None = None
+    note: str | None = None
+
+
+class WidenAttempt(Contract):
+    step: int
+    tool: str
+    call_id: str
+    reason: str
+    detail: str
+
+
+class RemovedSentence(Contract):
+    text: str
+    reason: RemovalReason
+    offending: str | None = None
+
+
+class Trace(Contract):
+    steps: list[StepTrace] = Field(default_factory=list)
+    searched: list[ToolCall] = Field(default_factory=list)
+    removed_sentences: list[RemovedSentence] = Field(default_factory=list)
+    widen_attempts: list[WidenAttempt] = Field(default_factory=list)
+
+
+class DraftSentence(Contract):
+    text: str
+    citations: list[str] = Field(default_factory=list)
+
+
+class Draft(Contract):
+    """What the answerer wrote. Either free text with ``[id]`` markers, or structured
+    sentences; the verifier re-splits both itself."""
+
+    text: str | None = None
+    sentences: list[DraftSentence] | None = None
+
+
+class RunRequested(Envelope):
+    question: str
+    max_steps: int
+    max_seconds: float
+    started_at: float
+
+
+class AnswerRequested(Envelope):
+    question: str
+    step: int
+    trace: Trace
+    usage: Usage
+
+
+class VerificationRequested(Envelope):
+    question: str
+    ending: Ending
+    draft: Draft | None = None
+    trace: Trace = Field(default_factory=Trace)
+    usage: Usage = Field(default_factory=Usage)
+    hits: list[Hit] = Field(default_factory=list)
+    reason: str | None = None
+
+
+class Excerpt(Contract):
+    """Text copied from the stored source, never written by a model."""
+
+    text: str
+    part: str  # "body" or "attachment:<name>"
+    start: int
+    end: int
+    matched_quote: bool
+
+
+class Citation(Contract):
+    message_id: str
+    excerpt: Excerpt
+
+
+class AnswerSentence(Contract):
+    text: str
+    citations: list[Citation]
+
+
+class Answer(Contract):
+    text: str
+    sentences: list[AnswerSentence]
+
+
+class RunResult(Contract):
+    run_id: str
+    tenant_id: str
+    outcome: Outcome
+    question: str = ""
+    answer: Answer | None = None
+    evidence: list[EvidenceSummary] = Field(default_factory=list)
+    hits: list[Hit] = Field(default_factory=list)
+    trace: Trace = Field(default_factory=Trace)
+    usage: Usage = Field(default_factory=Usage)
+    reason: str | None = None
+    finished_at: float = 0.0
+
+
+class RunFinished(Contract):
+    schema_version: Literal[1] = SCHEMA_VERSION
+    run_id: str
+    tenant_id: str
+    outcome: Outcome
+    result: RunResult
+
+
+class ProgressEvent(Contract):
+    """An entry of a run's progress stream, relayed to SSE clients."""
+
+    event: Literal["step", "evidence", "answer", "done"]
+    payload: dict[str, Any]

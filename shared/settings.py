@@ -1,0 +1,105 @@
+"""Every setting pmsearch reads, in one place. Environment variables carry the ``PM_``
+prefix (``PM_REDIS_URL``, ``PM_MODEL_BASE_URL``, ...).
+
+Each service gets its own class holding only what that service may know: the verifier's
+settings have no model credentials, the gateway's have no Qdrant location.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field, SecretStr
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+
+class _Base(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="PM_", extra="ignore", env_ignore_empty=True)
+
+    redis_url: str = "redis://127.0.0.1:6379/0"
+    redis_username: str | None = None
+    redis_password: SecretStr | None = None
+    metrics_port: int | None = None
+    log_level: str = "INFO"
+
+
+class ScopeKeySettings(_Base):
+    scope_key: SecretStr = SecretStr("pmsearch-dev-scope-key-change-me")
+    scope_ttl_seconds: int = 300
+
+
+class SearcherSettings(ScopeKeySettings):
+    data_dir: Path = Path("var/data")
+    qdrant_url: str | None = None
+    qdrant_api_key: SecretStr | None = None
+    collection: str = "pm_mail"
+    embedding_backend: Literal["local", "openai"] = "local"
+    embedding_model: str = "all-MiniLM-L6-v2"
+    embedding_base_url: str | None = None
+    embedding_api_key: SecretStr | None = None
+    chunk_chars: int = 1200
+    tool_concurrency: int = 8
+
+
+class GatewaySettings(ScopeKeySettings):
+    host: str = "127.0.0.1"
+    port: int = 8080
+    admin_token: SecretStr | None = None
+    search_timeout_seconds: float = 10.0
+    ingest_timeout_seconds: float = 300.0
+    default_daily_cap: int = 500
+    default_max_steps: int = 6
+    default_max_seconds: float = 8.0
+    deadline_grace_seconds: float = 1.5
+
+
+class ModelSettings(_Base):
+    model_base_url: str = "http://127.0.0.1:8090/v1"
+    model_api_key: SecretStr | None = None
+    agent_model: str = "@cf/qwen/qwen3.8-27b"
+    model_output: Literal["json_schema", "json_object_schema", "tools"] = "json_schema"
+    model_timeout_seconds: float = 30.0
+    model_max_tokens: int = 512
+    model_retries: int = 1
+    breaker_failures: int = 3
+    breaker_reset_seconds: float = 30.0
+
+
+class PlannerSettings(ModelSettings):
+    pass
+
+
+class AnswererSettings(ModelSettings):
+    pass
+
+
+class VerifierSettings(_Base):
+    """No model credentials, by design: the verifier cannot call a model."""
+
+
+@lru_cache
+def searcher_settings() -> SearcherSettings:
+    return SearcherSettings()
+
+
+@lru_cache
+def gateway_settings() -> GatewaySettings:
+    return GatewaySettings()
+
+
+@lru_cache
+def planner_settings() -> PlannerSettings:
+    return PlannerSettings()
+
+
+@lru_cache
+def answerer_settings() -> AnswererSettings:
+    return AnswererSettings()
+
+
+@lru_cache
+def verifier_settings() -> VerifierSettings:
+    return VerifierSettings()

@@ -1,0 +1,53 @@
+"""Stream and key names. Per-run keys carry a ``{run_id}`` hash tag so that all of a
+run's keys land in one Redis Cluster slot."""
+
+from __future__ import annotations
+
+RUNS = "pm:runs"
+TOOLS = "pm:tools"
+OBSERVATIONS = "pm:observations"
+ANSWERS = "pm:answers"
+DRAFTS = "pm:drafts"
+RESULTS = "pm:results"
+QUERIES = "pm:queries"  # direct keyword / semantic / hybrid searches from the gateway
+INGEST = "pm:ingest"  # raw RFC 822 from the admin API
+
+# Consumer groups: one per stage; replicas of a stage share it.
+GROUP = {
+    RUNS: "planner",
+    OBSERVATIONS: "planner",
+    TOOLS: "searcher",
+    QUERIES: "searcher",
+    INGEST: "searcher",
+    ANSWERS: "answerer",
+    DRAFTS: "verifier",
+}
+
+STREAM_MAXLEN = 100_000
+RUN_TTL_SECONDS = 24 * 3600
+REPLY_TTL_SECONDS = 120
+
+
+def dead_letter(stream: str) -> str:
+    return f"{stream}:dead"
+
+
+def run_key(run_id: str, part: str) -> str:
+    return f"pm:run:{{{run_id}}}:{part}"
+
+
+def progress_key(run_id: str) -> str:
+    return run_key(run_id, "progress")
+
+
+def evidence_key(run_id: str) -> str:
+    return run_key(run_id, "evidence")
+
+
+def final_key(run_id: str) -> str:
+    return run_key(run_id, "final")
+
+
+def reply_key(request_id: str) -> str:
+    """A list the searcher pushes one reply onto, for the gateway's direct calls."""
+    return f"pm:reply:{request_id}"
