@@ -66,6 +66,14 @@ class ModelSettings(_Base):
     model_retries: int = 1
     breaker_failures: int = 3
     breaker_reset_seconds: float = 30.0
+    model_connect_timeout_seconds: float = 5.0
+    model_temperature: float = 0.0
+    model_retry_wait_seconds: float = 0.25
+    model_retry_wait_max_seconds: float = 2.0
+    # The embedded default model, served on loopback by shared/llm/local_server.py.
+    local_model_path: Path = Path("models/qwen2.5-coder-1.5b-instruct-q4_k_m.gguf")
+    local_model_ctx: int = 4096
+    local_model_threads: int | None = None
 
 
 class PlannerSettings(ModelSettings):

@@ -50,6 +50,9 @@ class ChunkPayload(BaseModel):
     attachment_name: str | None = None
     chunk_no: int = 0
     text: str  # this chunk's text
+    # The whole part's text (body, or one attachment), stored on chunk 0 only, so that
+    # read_message and the run's evidence return the exact source, not re-joined chunks.
+    source_text: str | None = None
     in_reply_to: str | None = None
     references: list[str] = Field(default_factory=list)
 

@@ -1,0 +1,12 @@
+"""Gateway metrics. Labels are bounded: route templates, modes, status classes."""
+
+from prometheus_client import Counter, Gauge, Histogram
+
+BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 1.5, 2.5, 5, 8, 10, 15, 30, 60)
+
+REQUESTS = Counter("pm_http_requests_total", "HTTP requests by route and status.", ["route", "status"])
+REQUEST_SECONDS = Histogram("pm_http_request_seconds", "HTTP request time by route.", ["route"], buckets=BUCKETS)
+SEARCHES = Counter("pm_gateway_searches_total", "Searches by mode and result.", ["mode", "result"])
+CAP_REFUSED = Counter("pm_cap_refused_total", "Agentic runs refused because the tenant cap was spent.")
+CAP_TAKEN = Counter("pm_cap_taken_total", "Units of tenant daily caps taken.")
+CAP_USE_RATIO = Gauge("pm_cap_use_ratio", "Share of the daily cap used by the last admitted run's tenant.")

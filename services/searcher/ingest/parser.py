@@ -1,0 +1,284 @@
+"""Raw RFC 822 bytes → :class:`ParsedMessage`.
+
+The stdlib ``email`` package does the MIME work; this module decides what counts as a
+message at all, which parts are the body and which are attachments, and how each part
+becomes text. Headers and parts that are merely broken degrade (a missing date, an
+attachment without text); only input that is not a mail message raises.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import mimetypes
+import re
+from datetime import datetime, timezone
+from email import policy
+from email.message import Message
+from email.parser import BytesParser
+from email.utils import getaddresses, parsedate_to_datetime
+
+from services.searcher.errors import MalformedMessage
+from services.searcher.ingest.schemas import Address, ParsedAttachment, ParsedMessage, normalize_subject
+from services.searcher.ingest.textutil import clean_text, decode_bytes, html_to_text, pdf_to_text
+
+QUARANTINE_FOLDERS = {"quarantine", "junk", "spam"}
+
+# A header line: a field name of printable ASCII without ':' or space, then a colon.
+_FIELD = re.compile(rb"^[!-9;-~]+:")
+_KNOWN = {"from", "to", "cc", "subject", "date", "message-id", "received", "mime-version",
+          "in-reply-to", "references", "return-path", "sender", "reply-to", "delivered-to"}
+_MSGID = re.compile(r"<([^<>\s]+)>")
+
+
+def parse_message(raw: bytes, *, folder: str = "INBOX") -> ParsedMessage:
+    """Parse one message; raise :class:`MalformedMessage` if ``raw`` is not mail."""
+    raw = _strip_mbox_from(raw)
+    _check_looks_like_mail(raw)
+    try:
+        msg = BytesParser(policy=policy.default).parsebytes(raw)
+    except Exception as exc:  # the parser is lenient; this is a last line of defence
+        raise MalformedMessage(f"unparseable message: {exc}") from exc
+    if not any(k.lower() in _KNOWN for k in msg.keys()):
+        raise MalformedMessage("no mail headers (From, Subject, Date, Message-ID, ...)")
+
+    body, attachments = _content(msg)
+    subject = _header(msg, "subject")
+    rfc_id = _first_id(_header(msg, "message-id"))
+    if not rfc_id:
+        # Stable across re-imports of the same bytes, so idempotency still holds.
+        rfc_id = "sha256-" + hashlib.sha256(raw).hexdigest()[:40] + "@pmsearch.invalid"
+    senders = _addresses(msg, "from") or _addresses(msg, "sender")
+    return ParsedMessage(
+        rfc_message_id=rfc_id,
+        in_reply_to=_first_id(_header(msg, "in-reply-to")),
+        references=_ids(_header(msg, "references")),
+        subject=subject,
+        normalized_subject=normalize_subject(subject),
+        sender=senders[0] if senders else Address(),
+        to=_addresses(msg, "to"),
+        cc=_addresses(msg, "cc"),
+        date=_date(msg),
+        body_text=body,
+        attachments=attachments,
+        quarantined=is_quarantined(msg, folder),
+        folder=folder or "INBOX",
+    )
+
+
+def is_quarantined(msg: Message, folder: str) -> bool:
+    """Quarantine by folder (last path segment, so ``INBOX/Junk`` counts) or by a
+    spam filter's verdict header."""
+    leaf = re.split(r"[/.\\]", folder or "")[-1].strip().casefold()
+    if leaf in QUARANTINE_FOLDERS:
+        return True
+    return (
+        _header(msg, "x-quarantine").strip().lower() in {"yes", "true", "1"}
+        or _header(msg, "x-spam-flag").strip().upper() == "YES"
+    )
+
+
+# -- input checks -------------------------------------------------------------------
+
+
+def _strip_mbox_from(raw: bytes) -> bytes:
+    """Drop an mbox ``From `` separator line if the bytes still carry one."""
+    raw = raw.lstrip(b"\r\n")
+    if raw.startswith(b"From "):
+        nl = raw.find(b"\n")
+        return raw[nl + 1 :] if nl >= 0 else b""
+    return raw
+
+
+def _check_looks_like_mail(raw: bytes) -> None:
+    if not raw.strip():
+        raise MalformedMessage("empty message")
+    end = raw.find(b"\n\n")
+    end2 = raw.find(b"\r\n\r\n")
+    cut = min(e for e in (end, end2, 65536) if e >= 0)
+    head = raw[:cut]
+    if b"\x00" in head:
+        raise MalformedMessage("binary data, not a mail message")
+    controls = sum(1 for b in head if b < 32 and b not in (9, 10, 13))
+    if controls > len(head) // 50:
+        raise MalformedMessage("binary data, not a mail message")
+    if not _FIELD.match(raw):
+        raise MalformedMessage("no header section: not an RFC 822 message")
+
+
+# -- headers ------------------------------------------------------------------------
+
+
+def _header(msg: Message, name: str) -> str:
+    """A header as text, with RFC 2047 decoded; '' when absent or undecodable."""
+    try:
+        value = msg.get(name)
+    except Exception:  # a defective header can raise on access under policy.default
+        value = next((v for k, v in msg.raw_items() if k.lower() == name), None)
+    if value is None:
+        return ""
+    return _fix_8bit(" ".join(str(value).split()))
+
+
+def _fix_8bit(text: str) -> str:
+    """Raw 8-bit header bytes arrive as surrogate escapes; decode them properly."""
+    if not any("\udc80" <= ch <= "\udcff" for ch in text):
+        return text
+    data = text.encode("utf-8", "surrogateescape")
+    return decode_bytes(data, None)
+
+
+def _ids(value: str) -> list[str]:
+    found = _MSGID.findall(value)
+    if not found:  # some clients omit the brackets
+        found = [t for t in value.split() if "@" in t]
+    seen: list[str] = []
+    for mid in found:
+        mid = mid.strip().strip("<>")
+        if mid and mid not in seen:
+            seen.append(mid)
+    return seen
+
+
+def _first_id(value: str) -> str | None:
+    ids = _ids(value)
+    return ids[0] if ids else None
+
+
+def _addresses(msg: Message, name: str) -> list[Address]:
+    out: list[Address] = []
+    try:
+        header = msg.get(name)
+        pairs = [(a.display_name, a.addr_spec) for a in header.addresses] if header is not None else []
+    except Exception:
+        pairs = getaddresses([_header(msg, name)])
+    for display, addr in pairs:
+        addr = _fix_8bit(addr or "").strip().strip("<>").lower()
+        display = _fix_8bit(display or "").strip().strip('"')
+        if addr or display:
+            out.append(Address(name=display, email=addr))
+    return out
+
+
+def _date(msg: Message) -> datetime | None:
+    raw = _header(msg, "date")
+    if not raw:
+        return None
+    try:
+        dt = parsedate_to_datetime(raw)
+    except Exception:
+        return None
+    if dt is None:
+        return None
+    # "-0000" means "zone unknown" (RFC 5322) and parses naive; UTC is the honest guess.
+    return dt if dt.tzinfo else dt.replace(tzinfo=timezone.utc)
+
+
+# -- MIME walk ----------------------------------------------------------------------
+
+
+def _content(msg: Message) -> tuple[str, list[ParsedAttachment]]:
+    bodies: list[str] = []
+    attachments: list[ParsedAttachment] = []
+    _walk(msg, bodies, attachments)
+    return clean_text("\n\n".join(b for b in bodies if b.strip())), attachments
+
+
+def _walk(part: Message, bodies: list[str], attachments: list[ParsedAttachment]) -> None:
+    ctype = part.get_content_type()
+    if part.is_multipart() and ctype != "message/rfc822":
+        children = part.get_payload() or []
+        if ctype == "multipart/alternative":
+            children = _pick_alternative(children)
+        for child in children:
+            _walk(child, bodies, attachments)
+        return
+    if ctype == "message/rfc822" or ctype == "message/global":
+        _forwarded(part, bodies, attachments)
+        return
+    if _is_body(part):
+        text = _leaf_text(part)
+        if text:
+            bodies.append(text)
+        return
+    attachments.append(_attachment(part, len(attachments) + 1))
+
+
+def _pick_alternative(children: list[Message]) -> list[Message]:
+    """From alternatives, keep plain text when it has content, else the richest other."""
+    for child in children:
+        if child.get_content_type() == "text/plain" and _leaf_text(child).strip():
+            return [child]
+    return children[-1:]  # RFC 2046: the last alternative is the preferred one
+
+
+def _is_body(part: Message) -> bool:
+    """Plain or HTML text the sender wrote, as opposed to a file they attached."""
+    if part.get_content_type() not in {"text/plain", "text/html"}:
+        return False  # text/csv, text/calendar, ... are files even when shown inline
+    disposition = part.get_content_disposition()
+    if disposition == "attachment":
+        return False
+    # A named part without a disposition is how many clients attach .txt/.html files.
+    return disposition == "inline" or not _filename(part)
+
+
+def _forwarded(part: Message, bodies: list[str], attachments: list[ParsedAttachment]) -> None:
+    """A forwarded message's headers and text go into the body, its files into ours."""
+    inner = part.get_payload()
+    inner = inner[0] if isinstance(inner, list) and inner else inner
+    if not isinstance(inner, Message):
+        return
+    header_lines = ["---------- Forwarded message ----------"]
+    for name in ("from", "date", "subject", "to", "cc"):
+        value = _header(inner, name)
+        if value:
+            header_lines.append(f"{name.capitalize()}: {value}")
+    inner_bodies: list[str] = []
+    _walk(inner, inner_bodies, attachments)
+    bodies.append("\n".join(header_lines) + "\n\n" + "\n\n".join(inner_bodies))
+
+
+def _payload(part: Message) -> bytes:
+    try:
+        data = part.get_payload(decode=True)
+    except Exception:
+        data = None
+    if isinstance(data, bytes):
+        return data
+    raw = part.get_payload()
+    return raw.encode("utf-8", "surrogateescape") if isinstance(raw, str) else b""
+
+
+def _leaf_text(part: Message) -> str:
+    text = decode_bytes(_payload(part), part.get_content_charset())
+    if part.get_content_subtype() == "html":
+        return html_to_text(text)
+    return clean_text(text)
+
+
+def _attachment(part: Message, n: int) -> ParsedAttachment:
+    data = _payload(part)
+    ctype = part.get_content_type()
+    filename = _filename(part) or f"attachment-{n}{mimetypes.guess_extension(ctype) or '.bin'}"
+    return ParsedAttachment(filename=filename, content_type=ctype, size=len(data), text=_attachment_text(part, ctype, filename, data))
+
+
+def _filename(part: Message) -> str:
+    try:
+        return _fix_8bit(part.get_filename() or "").strip()
+    except Exception:  # broken RFC 2231 parameters
+        return ""
+
+
+def _attachment_text(part: Message, ctype: str, filename: str, data: bytes) -> str | None:
+    """Text for the types we can read; by declared type, else by file extension because
+    many clients label every file application/octet-stream."""
+    ext = filename.lower().rsplit(".", 1)[-1] if "." in filename else ""
+    if ctype == "application/pdf" or ext == "pdf" or data.startswith(b"%PDF-"):
+        return pdf_to_text(data)
+    if ctype == "text/html" or ext in {"html", "htm"}:
+        return html_to_text(decode_bytes(data, part.get_content_charset())) or None
+    if ctype.startswith("text/") or ext in {"txt", "csv", "md", "log", "ics", "vcf"}:
+        return clean_text(decode_bytes(data, part.get_content_charset())) or None
+    return None
+

@@ -1,0 +1,183 @@
+"""Turning MIME leaf payloads into plain text: charsets, HTML and PDF.
+
+Everything here is total: bad input degrades to replacement characters or ``None``, never
+to an exception, because one odd part must not cost the rest of a message.
+"""
+
+from __future__ import annotations
+
+import codecs
+import io
+import logging
+import re
+from html.parser import HTMLParser
+
+# Long enough for any real mail or attachment; stops a hostile 500 MB part from eating
+# the worker's memory while it is turned into text and chunked.
+MAX_TEXT_CHARS = 1_000_000
+MAX_PDF_PAGES = 300
+
+# Labels that mail clients send but that Python's codec registry does not know, or that
+# in practice mean a superset: WHATWG decodes iso-8859-1/us-ascii as windows-1252 because
+# senders routinely put curly quotes and the euro sign (0x80-0x9f) under those labels.
+_ALIASES = {
+    "iso-8859-1": "cp1252",
+    "latin1": "cp1252",
+    "latin-1": "cp1252",
+    "us-ascii": "cp1252",
+    "ascii": "cp1252",
+    "x-sjis": "shift_jis",
+    "ks_c_5601-1987": "cp949",
+    "gb2312": "gb18030",
+    "gbk": "gb18030",
+    "unknown-8bit": "",
+    "x-unknown": "",
+    "default": "",
+}
+
+
+def decode_bytes(data: bytes, charset: str | None) -> str:
+    """Decode with the declared charset, falling back sensibly when it lies or is unknown."""
+    label = (charset or "").strip().strip('"').lower()
+    label = _ALIASES.get(label, label)
+    if label:
+        try:
+            codecs.lookup(label)
+        except LookupError:
+            label = ""
+    if label == "cp1252":
+        try:
+            return data.decode("cp1252")
+        except UnicodeDecodeError:
+            # cp1252 leaves five bytes undefined; latin-1 maps every byte.
+            return data.decode("latin-1")
+    if label:
+        return data.decode(label, errors="replace")
+    # No usable label: UTF-8 if it is valid UTF-8, else the most common legacy charset.
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        return data.decode("cp1252", errors="replace")
+
+
+def clean_text(text: str) -> str:
+    """Normalise newlines, drop NULs and trailing spaces, squeeze blank-line runs."""
+    text = text[:MAX_TEXT_CHARS].replace("\r\n", "\n").replace("\r", "\n").replace("\x00", "")
+    text = "\n".join(line.rstrip() for line in text.split("\n"))
+    return re.sub(r"\n{3,}", "\n\n", text).strip()
+
+
+_SKIP = {"script", "style", "head", "title", "noscript", "template", "svg", "object"}
+_BLOCK = {
+    "p", "div", "section", "article", "header", "footer", "aside", "nav", "main", "form",
+    "table", "thead", "tbody", "tfoot", "ul", "ol", "dl", "dt", "dd", "blockquote",
+    "pre", "address", "figure", "figcaption", "fieldset", "center",
+    "h1", "h2", "h3", "h4", "h5", "h6",
+}
+_SPACES = re.compile(r"[ \t\r\n\f\v\u00a0]+")
+
+
+class _HtmlToText(HTMLParser):
+    """A small HTML-to-text pass: block structure as newlines, links as ``text (url)``."""
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.out: list[str] = []
+        self.skip = 0
+        self.pre = 0
+        self.links: list[tuple[str, int]] = []  # (href, position in out when <a> opened)
+        self.cells = 0
+
+    def _newline(self, n: int = 1) -> None:
+        self.out.append("\n" * n)
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag in _SKIP:
+            self.skip += 1
+        elif tag == "br":
+            self._newline()
+        elif tag in _BLOCK:
+            self._newline(2 if tag in {"p", "h1", "h2", "h3", "table", "blockquote"} else 1)
+            if tag == "pre":
+                self.pre += 1
+        elif tag == "li":
+            self.out.append("\n- ")
+        elif tag == "tr":
+            self.cells = 0
+            self._newline()
+        elif tag in {"td", "th"}:
+            if self.cells:
+                self.out.append(" | ")
+            self.cells += 1
+        elif tag == "hr":
+            self._newline(2)
+        elif tag == "a":
+            href = dict(attrs).get("href") or ""
+            self.links.append((href.strip(), len(self.out)))
+        elif tag == "img":
+            alt = (dict(attrs).get("alt") or "").strip()
+            if alt:
+                self.out.append(f" {alt} ")
+
+    def handle_startendtag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag not in _SKIP:  # <script/> must not open a skip region that never closes
+            self.handle_starttag(tag, attrs)
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag in _SKIP:
+            self.skip = max(0, self.skip - 1)
+        elif tag in _BLOCK:
+            if tag == "pre":
+                self.pre = max(0, self.pre - 1)
+            self._newline(2 if tag in {"p", "h1", "h2", "h3", "table", "blockquote"} else 1)
+        elif tag == "a" and self.links:
+            href, start = self.links.pop()
+            shown = "".join(self.out[start:]).strip()
+            # Keep the target readable, but skip it when it would only repeat the text.
+            if href.lower().startswith(("http://", "https://", "mailto:")):
+                bare = href.split(":", 1)[1].lstrip("/") if href.lower().startswith("mailto:") else href
+                if bare.rstrip("/") not in shown and shown not in (href, bare):
+                    self.out.append(f" ({bare})" if shown else bare)
+
+    def handle_data(self, data: str) -> None:
+        if self.skip:
+            return
+        self.out.append(data if self.pre else _SPACES.sub(" ", data))
+
+    def text(self) -> str:
+        joined = "".join(self.out)
+        # Per-line squeeze: <pre> keeps its line breaks, just not its indentation.
+        lines = [re.sub(r"[ \t\u00a0]+", " ", ln).strip() for ln in joined.split("\n")]
+        return clean_text("\n".join(lines))
+
+
+def html_to_text(html: str) -> str:
+    """Readable plain text from HTML mail: no tags, scripts or styles; links kept."""
+    parser = _HtmlToText()
+    try:
+        parser.feed(html[:MAX_TEXT_CHARS])
+        parser.close()
+    except Exception:  # HTMLParser is lenient, but a pathological document must not kill ingest
+        return clean_text(re.sub(r"<[^>]*>", " ", html))
+    return parser.text()
+
+
+def pdf_to_text(data: bytes) -> str | None:
+    """Text of a PDF, or ``None`` when it is broken, encrypted or has no text layer."""
+    logging.getLogger("pypdf").setLevel(logging.ERROR)  # broken PDFs are expected here
+    try:
+        from pypdf import PdfReader
+
+        reader = PdfReader(io.BytesIO(data), strict=False)
+        if reader.is_encrypted:
+            try:
+                reader.decrypt("")  # many "protected" PDFs use an empty user password
+            except Exception:
+                return None
+        parts = []
+        for page in reader.pages[:MAX_PDF_PAGES]:
+            parts.append(page.extract_text() or "")
+    except Exception:
+        return None
+    text = clean_text("\n\n".join(parts))
+    return text or None

@@ -1,0 +1,14 @@
+"""Searcher metrics. Labels are bounded: tool names, modes, outcomes; never ids."""
+
+from prometheus_client import Counter, Histogram
+
+BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60)
+
+TOOL_CALLS = Counter("pm_searcher_tool_calls_total", "Tool calls run, by tool and result.", ["tool", "result"])
+TOOL_SECONDS = Histogram("pm_searcher_tool_seconds", "Time to run one tool call.", ["tool"], buckets=BUCKETS)
+WIDEN_ATTEMPTS = Counter("pm_widen_attempts_total", "Tool calls refused for trying to widen the scope.", ["tool"])
+SCOPE_REFUSED = Counter("pm_scope_refused_total", "Messages refused for a missing, altered or expired scope token.", ["stream"])
+SEARCHES = Counter("pm_searches_total", "Direct searches, by mode and result.", ["mode", "result"])
+SEARCH_SECONDS = Histogram("pm_search_seconds", "Direct search time at the searcher.", ["mode"], buckets=BUCKETS)
+INGESTED = Counter("pm_ingest_messages_total", "Messages offered for ingest, by status.", ["status"])
+EVIDENCE_STORED = Counter("pm_evidence_messages_total", "Messages newly stored as run evidence.")

@@ -1,0 +1,225 @@
+"""The scoped repository: the only code that calls the index.
+
+Every method takes a verified :class:`~shared.scope.Scope`; every index filter is built
+by :func:`scope_filter`, which intersects the caller's narrowing with that scope and
+refuses anything that would widen it. Quarantined mail is excluded by the index adapter
+in every query.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from datetime import date, datetime, time, timezone
+from typing import Iterable, Sequence
+
+from services.searcher.embedding import Embedder
+from services.searcher.errors import NotFound, WidenRefused
+from services.searcher.index.base import ChunkPayload, IndexFilter, IndexMode, MailIndex, ScoredChunk
+from services.searcher.schemas import Contact, Narrowing
+from shared.messages import EvidenceAttachment, EvidenceMessage, Hit
+from shared.scope import Scope
+
+SNIPPET_CHARS = 240
+_WORD = re.compile(r"[\w][\w.@-]*[\w]|\w", re.UNICODE)
+
+
+def _day_start(d: date) -> float:
+    return datetime.combine(d, time.min, tzinfo=timezone.utc).timestamp()
+
+
+def _day_end(d: date) -> float:
+    return datetime.combine(d, time.max, tzinfo=timezone.utc).timestamp()
+
+
+def scope_filter(scope: Scope, narrowing: Narrowing | None = None, **extra: object) -> IndexFilter:
+    """The index filter for ``scope`` narrowed by ``narrowing``; raises WidenRefused when
+    the narrowing names a mailbox outside the scope."""
+    mailboxes: tuple[str, ...] = tuple(scope.mailboxes)
+    fields: dict[str, object] = {}
+    if narrowing is not None:
+        if narrowing.mailboxes:
+            outside = sorted(set(narrowing.mailboxes) - set(scope.mailboxes))
+            if outside:
+                raise WidenRefused(
+                    f"mailbox {', '.join(outside)!s} is outside the caller's scope",
+                    offending=outside,
+                )
+            mailboxes = tuple(m for m in scope.mailboxes if m in set(narrowing.mailboxes))
+        if narrowing.folders:
+            fields["folders"] = tuple(narrowing.folders)
+        if narrowing.senders:
+            fields["senders"] = tuple(s.lower() for s in narrowing.senders)
+        if narrowing.date_from:
+            fields["date_from"] = _day_start(narrowing.date_from)
+        if narrowing.date_to:
+            fields["date_to"] = _day_end(narrowing.date_to)
+        if narrowing.has_attachment is not None:
+            fields["has_attachment"] = narrowing.has_attachment
+    fields.update({k: v for k, v in extra.items() if v is not None})
+    return IndexFilter(tenant_id=scope.tenant_id, mailboxes=mailboxes, **fields)
+
+
+def mark_snippet(text: str, query: str, width: int = SNIPPET_CHARS) -> str:
+    """A window of ``text`` around the first query term, terms wrapped in <mark>."""
+    terms = {t.casefold() for t in _WORD.findall(query) if len(t) > 1}
+    flat = " ".join(text.split())
+    first = None
+    for m in _WORD.finditer(flat):
+        if m.group().casefold() in terms:
+            first = m.start()
+            break
+    start = max(0, (first or 0) - width // 3)
+    window = flat[start : start + width]
+    if start > 0:
+        window = "…" + window
+    if start + width < len(flat):
+        window += "…"
+    if not terms:
+        return window
+    return _WORD.sub(lambda m: f"<mark>{m.group()}</mark>" if m.group().casefold() in terms else m.group(), window)
+
+
+def _hit(chunk: ScoredChunk, query: str) -> Hit:
+    p = chunk.payload
+    return Hit(
+        message_id=p.message_id,
+        thread_id=p.thread_id,
+        mailbox=p.mailbox,
+        sender=p.sender,
+        date=p.date,
+        subject=p.subject,
+        snippet=mark_snippet(p.text, query),
+        score=chunk.score,
+        folder=p.folder,
+        has_attachments=p.has_attachments,
+    )
+
+
+def group_hits(chunks: Iterable[ScoredChunk], query: str, limit: int) -> list[Hit]:
+    """One hit per message, from its best chunk, best first."""
+    best: dict[str, ScoredChunk] = {}
+    for c in chunks:
+        cur = best.get(c.payload.message_id)
+        if cur is None or c.score > cur.score:
+            best[c.payload.message_id] = c
+    ranked = sorted(best.values(), key=lambda c: c.score, reverse=True)[:limit]
+    return [_hit(c, query) for c in ranked]
+
+
+def assemble(payloads: Sequence[ChunkPayload]) -> list[EvidenceMessage]:
+    """Whole messages from their chunks: body and attachments from the stored source."""
+    by_msg: dict[str, list[ChunkPayload]] = defaultdict(list)
+    for p in payloads:
+        by_msg[p.message_id].append(p)
+    out = []
+    for chunks in by_msg.values():
+        chunks.sort(key=lambda p: (p.kind != "body", p.attachment_name or "", p.chunk_no))
+        head = chunks[0]
+        parts: dict[tuple[str, str], list[ChunkPayload]] = defaultdict(list)
+        for p in chunks:
+            parts[(p.kind, p.attachment_name or "")].append(p)
+
+        def text_of(group: list[ChunkPayload]) -> str:
+            first = group[0]
+            if first.source_text is not None and first.chunk_no == 0:
+                return first.source_text
+            return "\n".join(p.text for p in group)
+
+        body = text_of(parts[("body", "")]) if ("body", "") in parts else ""
+        attachments = [
+            EvidenceAttachment(name=name, text=text_of(group))
+            for (kind, name), group in parts.items()
+            if kind == "attachment"
+        ]
+        out.append(
+            EvidenceMessage(
+                message_id=head.message_id,
+                tenant_id=head.tenant_id,
+                thread_id=head.thread_id,
+                mailbox=head.mailbox,
+                sender=head.sender,
+                recipients=head.recipient_names or head.recipients,
+                date=head.date,
+                subject=head.subject,
+                body=body,
+                attachments=attachments,
+                snippet=" ".join(body.split())[:SNIPPET_CHARS],
+            )
+        )
+    out.sort(key=lambda m: (m.date is None, m.date or datetime.min.replace(tzinfo=timezone.utc)))
+    return out
+
+
+class ScopedMailRepository:
+    """Scoped reads of the mail index. Construct once per process; pass the scope on
+    every call."""
+
+    def __init__(self, index: MailIndex, embedder: Embedder) -> None:
+        self._index = index
+        self._embedder = embedder
+
+    def search(
+        self, scope: Scope, query: str, mode: IndexMode, narrowing: Narrowing | None = None, limit: int = 10
+    ) -> list[Hit]:
+        flt = scope_filter(scope, narrowing)
+        dense = None if mode == "keyword" else self._embedder.embed([query])[0]
+        chunks = self._index.query(flt, mode=mode, text=query, dense=dense, limit=limit * 4)
+        return group_hits(chunks, query, limit)
+
+    def messages(self, scope: Scope, message_ids: Sequence[str]) -> list[EvidenceMessage]:
+        if not message_ids:
+            return []
+        flt = scope_filter(scope, message_ids=tuple(message_ids))
+        return assemble(self._index.scroll(flt, limit=2000))
+
+    def message(self, scope: Scope, message_id: str) -> EvidenceMessage:
+        found = self.messages(scope, [message_id])
+        if not found:
+            raise NotFound(f"message {message_id} is not in scope")
+        return found[0]
+
+    def thread(self, scope: Scope, thread_id: str, limit: int = 20) -> list[EvidenceMessage]:
+        flt = scope_filter(scope, thread_ids=(thread_id,))
+        found = assemble(self._index.scroll(flt, limit=2000))
+        if not found:
+            raise NotFound(f"thread {thread_id} is not in scope")
+        return found[:limit]
+
+    def related(
+        self, scope: Scope, message_id: str, narrowing: Narrowing | None = None, limit: int = 5
+    ) -> list[Hit]:
+        source = scope_filter(scope, message_ids=(message_id,), kind="body")
+        vectors = self._index.vectors(source, limit=1)
+        if not vectors:
+            raise NotFound(f"message {message_id} is not in scope")
+        seed = self.message(scope, message_id)
+        chunks = self._index.recommend(scope_filter(scope, narrowing), vectors[0], limit=limit * 4 + 4)
+        others = [c for c in chunks if c.payload.message_id != message_id]
+        return group_hits(others, seed.subject, limit)
+
+    def contacts(
+        self, scope: Scope, narrowing: Narrowing | None = None, query: str | None = None, limit: int = 20
+    ) -> list[Contact]:
+        flt = scope_filter(scope, narrowing, kind="body")
+        counts: dict[str, int] = defaultdict(int)
+        names: dict[str, str] = {}
+        for p in self._index.scroll(flt, limit=20_000):
+            if p.chunk_no != 0:
+                continue
+            people = [(p.sender_email, p.sender)] + list(zip(p.recipients, p.recipient_names or p.recipients))
+            for address, display in people:
+                if not address:
+                    continue
+                counts[address] += 1
+                name = display.split("<")[0].strip().strip('"') if "<" in display else ""
+                if name and address not in names:
+                    names[address] = name
+        needle = (query or "").casefold()
+        found = [
+            Contact(address=a, name=names.get(a, ""), messages=n)
+            for a, n in counts.items()
+            if not needle or needle in a.casefold() or needle in names.get(a, "").casefold()
+        ]
+        found.sort(key=lambda c: (-c.messages, c.address))
+        return found[:limit]

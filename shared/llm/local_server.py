@@ -1,0 +1,129 @@
+"""Start the embedded default model: llama-cpp-python's OpenAI-compatible server on
+loopback, serving the GGUF that ``scripts/install_model.sh`` assembled.
+
+That server takes structured output as ``{"type": "json_object", "schema": ...}``, so
+clients pointed at it use ``PM_MODEL_OUTPUT=json_object_schema``.
+
+    python -m shared.llm.local_server --port 8090      # runs in the foreground
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import IO
+
+import httpx
+
+MODEL_ALIAS = "qwen2.5-coder-1.5b-instruct"
+DEFAULT_MODEL = Path("models/qwen2.5-coder-1.5b-instruct-q4_k_m.gguf")
+
+
+class LocalModelError(RuntimeError):
+    """The local model server could not be started or did not become ready."""
+
+
+def server_command(
+    port: int,
+    model_path: Path,
+    *,
+    host: str = "127.0.0.1",
+    n_ctx: int = 4096,
+    n_threads: int | None = None,
+) -> list[str]:
+    threads = n_threads or min(os.cpu_count() or 2, 4)
+    return [
+        sys.executable, "-m", "llama_cpp.server",
+        "--model", str(model_path),
+        "--model_alias", MODEL_ALIAS,
+        "--host", host,
+        "--port", str(port),
+        "--n_ctx", str(n_ctx),
+        "--n_threads", str(threads),
+        "--n_threads_batch", str(threads),
+    ]  # fmt: skip
+
+
+def start_local_model(
+    port: int,
+    model_path: Path | str = DEFAULT_MODEL,
+    *,
+    host: str = "127.0.0.1",
+    n_ctx: int = 4096,
+    n_threads: int | None = None,
+    ready_timeout: float = 180.0,
+    log: IO[bytes] | int | None = subprocess.DEVNULL,
+) -> subprocess.Popen[bytes]:
+    """Launch the server and wait until ``GET /v1/models`` answers; the process is
+    returned running (stop it with :func:`stop_local_model`)."""
+    model_path = Path(model_path)
+    if not model_path.is_file():
+        raise LocalModelError(f"model file missing: {model_path} (run scripts/install_model.sh)")
+    proc = subprocess.Popen(
+        server_command(port, model_path, host=host, n_ctx=n_ctx, n_threads=n_threads),
+        stdout=log,
+        stderr=subprocess.STDOUT if log is not None else None,
+        # Its own process group, so stopping it never touches the caller's group.
+        start_new_session=True,
+    )
+    try:
+        wait_until_ready(f"http://{host}:{port}/v1", proc, ready_timeout)
+    except BaseException:
+        stop_local_model(proc)
+        raise
+    return proc
+
+
+def wait_until_ready(base_url: str, proc: subprocess.Popen[bytes] | None, timeout: float) -> None:
+    """Poll ``{base_url}/models`` until it answers 200 (the model is loaded by then)."""
+    ends = time.monotonic() + timeout
+    while time.monotonic() < ends:
+        if proc is not None and proc.poll() is not None:
+            raise LocalModelError(f"model server exited with code {proc.returncode}")
+        try:
+            if httpx.get(f"{base_url}/models", timeout=2.0).status_code == 200:
+                return
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.25)
+    raise LocalModelError(f"model server not ready after {timeout:.0f}s")
+
+
+def stop_local_model(proc: subprocess.Popen[bytes], grace: float = 10.0) -> None:
+    """SIGTERM its process group, then SIGKILL if it lingers."""
+    if proc.poll() is not None:
+        return
+    try:
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(timeout=grace)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+    except ProcessLookupError:
+        pass
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--port", type=int, default=8090)
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--model", type=Path, default=DEFAULT_MODEL)
+    parser.add_argument("--n-ctx", type=int, default=4096)
+    parser.add_argument("--n-threads", type=int, default=None)
+    args = parser.parse_args(argv)
+    if not args.model.is_file():
+        sys.exit(f"model file missing: {args.model} (run scripts/install_model.sh)")
+    cmd = server_command(
+        args.port, args.model, host=args.host, n_ctx=args.n_ctx, n_threads=args.n_threads
+    )
+    # Replace this process: signals sent to the launcher reach the server directly.
+    os.execv(cmd[0], cmd)
+
+
+if __name__ == "__main__":
+    main()
