@@ -230,6 +230,30 @@ class AnswerRequested(Envelope):
     step: int
     trace: Trace
     usage: Usage
+    focus: list[str] = Field(default_factory=list)  # evidence ids, most relevant first
+    hits: list[Hit] = Field(default_factory=list)  # the question's own search, for degraded
+
+
+class RunSnapshot(Contract):
+    """The planner's trace and usage so far, kept beside the run so that an ending the
+    planner did not write (the deadline watchdog's) still reports what was done."""
+
+    trace: Trace = Field(default_factory=Trace)
+    usage: Usage = Field(default_factory=Usage)
+    hits: list[Hit] = Field(default_factory=list)
+
+
+class RunMeta(Contract):
+    """What the gateway records when it admits a run."""
+
+    run_id: str
+    tenant_id: str
+    principal: str
+    question: str
+    scope_token: str
+    created_at: float
+    deadline: float
+    max_steps: int
 
 
 class VerificationRequested(Envelope):

@@ -111,3 +111,21 @@ def answerer_settings() -> AnswererSettings:
 @lru_cache
 def verifier_settings() -> VerifierSettings:
     return VerifierSettings()
+
+
+class CliSettings(BaseSettings):
+    """What the ``pmsearch`` command needs to reach a running stack."""
+
+    model_config = SettingsConfigDict(env_prefix="PM_", extra="ignore", env_ignore_empty=True)
+
+    gateway_url: str = "http://127.0.0.1:8080"
+    admin_token: SecretStr | None = None
+    api_key: SecretStr | None = None
+    var_dir: Path = Path("var")
+    redis_port: int = 6390
+    gateway_port: int = 8080
+    demo_dir: Path = Path("data/demo")
+
+
+def cli_settings() -> CliSettings:
+    return CliSettings()

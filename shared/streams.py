@@ -48,6 +48,27 @@ def final_key(run_id: str) -> str:
     return run_key(run_id, "final")
 
 
+def state_key(run_id: str) -> str:
+    """The planner's own working state for a run."""
+    return run_key(run_id, "state")
+
+
+def lock_key(run_id: str) -> str:
+    return run_key(run_id, "lock")
+
+
+def snapshot_key(run_id: str) -> str:
+    """The run's trace and usage so far (:class:`~shared.messages.RunSnapshot`)."""
+    return run_key(run_id, "steps")
+
+
+def meta_key(run_id: str) -> str:
+    return run_key(run_id, "meta")
+
+
+WATCHDOG = "pm:watch:deadlines"  # sorted set: run id by deadline + grace
+
+
 def reply_key(request_id: str) -> str:
     """A list the searcher pushes one reply onto, for the gateway's direct calls."""
     return f"pm:reply:{request_id}"

@@ -49,6 +49,7 @@ def subscribe(
     handle: Callable[[M], Awaitable[None]],
     *,
     reclaim_idle_ms: int = RECLAIM_IDLE_MS,
+    concurrency: int = 1,
 ) -> None:
     """Register ``handle`` for ``stream`` (new and reclaimed entries) in the stage's group."""
     group = GROUP[stream]
@@ -59,7 +60,8 @@ def subscribe(
 
     for consumer, idle in ((me, None), (f"{me}-reclaim", reclaim_idle_ms)):
         sub = StreamSub(stream, group=group, consumer=consumer, min_idle_time=idle, polling_interval=100)
-        broker.subscriber(stream=sub, ack_policy=AckPolicy.MANUAL)(on_message)
+        extra = {"max_workers": concurrency} if concurrency > 1 and idle is None else {}
+        broker.subscriber(stream=sub, ack_policy=AckPolicy.MANUAL, **extra)(on_message)
 
 
 async def _guarded(

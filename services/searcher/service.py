@@ -60,6 +60,8 @@ def _hit_view(h: Hit) -> dict[str, Any]:
     return {
         "message_id": h.message_id,
         "thread_id": h.thread_id,
+        "mailbox": h.mailbox,
+        "score": round(h.score, 4),
         "from": h.sender,
         "date": h.date.isoformat() if h.date else None,
         "subject": h.subject,

@@ -1,0 +1,29 @@
+"""The mail index: :func:`open_index` picks the adapter the settings ask for."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from services.searcher.index.base import MailIndex
+
+if TYPE_CHECKING:
+    from shared.settings import SearcherSettings
+
+
+def open_index(settings: SearcherSettings, dim: int) -> MailIndex:
+    """A Qdrant server index when ``PM_QDRANT_URL`` is set, else the embedded Qdrant Edge
+    shard under the data directory."""
+    # Imported here so a deployment loads only the client library it uses.
+    if settings.qdrant_url:
+        from qdrant_client import QdrantClient
+
+        from services.searcher.index.server import ServerIndex
+
+        api_key = settings.qdrant_api_key.get_secret_value() if settings.qdrant_api_key else None
+        return ServerIndex(QdrantClient(url=settings.qdrant_url, api_key=api_key), settings.collection, dim)
+    from services.searcher.index.edge import EdgeIndex
+
+    return EdgeIndex(settings.data_dir / "qdrant-edge", dim)
+
+
+__all__ = ["MailIndex", "open_index"]

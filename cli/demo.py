@@ -1,0 +1,49 @@
+"""Load the demo mailbox into a running stack and make one API key per demo user."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import httpx
+from rich.console import Console
+
+from cli.stack import Stack
+
+# Who may see what in the demo: alice sees her own and the shared claims mailbox.
+DEMO_KEYS = {
+    "acme/alice": {"tenant_id": "acme", "principal": "alice@acme.example", "mailboxes": ["alice", "shared-claims"]},
+    "acme/bob": {"tenant_id": "acme", "principal": "bob@acme.example", "mailboxes": ["bob"]},
+    "globex/carol": {"tenant_id": "globex", "principal": "carol@globex.example", "mailboxes": ["carol"]},
+}
+
+
+def load_demo(stack: Stack, demo_dir: Path, console: Console) -> dict[str, str]:
+    from cli.main import Admin, ingest_path
+    from services.searcher.ingest.readers import demo_mailboxes
+    from shared.settings import CliSettings
+
+    settings = CliSettings(gateway_url=stack.gateway_url, admin_token=stack.secrets.admin_token)
+    admin = Admin(settings)
+    for tenant, mailbox, path in demo_mailboxes(demo_dir):
+        totals = ingest_path(admin, path, tenant, mailbox, None, quiet=True)
+        console.print(f"  {tenant}/{mailbox}: {totals['indexed']} new, {totals['duplicate']} already loaded")
+    keys_file = stack.var_dir / "demo-keys.json"
+    keys = json.loads(keys_file.read_text()) if keys_file.exists() else {}
+    for label, spec in DEMO_KEYS.items():
+        if label in keys and _works(stack, keys[label]):
+            continue
+        keys[label] = admin.call("POST", "/v1/admin/keys", json=spec)["key"]
+    keys_file.write_text(json.dumps(keys, indent=2))
+    keys_file.chmod(0o600)
+    return keys
+
+
+def _works(stack: Stack, key: str) -> bool:
+    resp = httpx.post(
+        f"{stack.gateway_url}/v1/search",
+        json={"query": "hello", "mode": "keyword", "limit": 1},
+        headers={"Authorization": f"Bearer {key}"},
+        timeout=30,
+    )
+    return resp.status_code != 401

@@ -1,0 +1,239 @@
+"""The ``pmsearch`` command: start the stack, ingest mail, search, manage keys, audit.
+
+Errors end with a non-zero exit and one readable line, never a stack trace.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import sys
+import time
+from itertools import groupby
+from pathlib import Path
+from typing import Optional
+
+import httpx
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+from shared.settings import CliSettings, cli_settings
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__)
+keys_app = typer.Typer(no_args_is_help=True, help="Manage API keys.")
+tenants_app = typer.Typer(no_args_is_help=True, help="Manage tenant settings.")
+app.add_typer(keys_app, name="keys")
+app.add_typer(tenants_app, name="tenants")
+out = Console()
+err = Console(stderr=True)
+
+BATCH = 50
+
+
+def fail(message: str, code: int = 1) -> None:
+    err.print(f"[red]error:[/red] {message}", highlight=False)
+    raise typer.Exit(code)
+
+
+def _admin_token(settings: CliSettings) -> str:
+    if settings.admin_token:
+        return settings.admin_token.get_secret_value()
+    secrets_file = settings.var_dir / "secrets.json"
+    if secrets_file.exists():
+        return json.loads(secrets_file.read_text())["admin_token"]
+    fail("no admin token: set PM_ADMIN_TOKEN or run from the folder where `pmsearch up` ran")
+    raise AssertionError
+
+
+class Admin:
+    """A small admin-API client that turns problem+json into one readable line."""
+
+    def __init__(self, settings: CliSettings, url: str | None = None) -> None:
+        self.client = httpx.Client(
+            base_url=url or settings.gateway_url,
+            headers={"Authorization": f"Bearer {_admin_token(settings)}"},
+            timeout=600,
+        )
+
+    def call(self, method: str, path: str, **kwargs) -> dict:
+        try:
+            resp = self.client.request(method, path, **kwargs)
+        except httpx.HTTPError as exc:
+            fail(f"cannot reach the gateway at {self.client.base_url}: {exc}")
+        if resp.status_code >= 400:
+            try:
+                body = resp.json()
+                fail(f"{resp.status_code} {body.get('title', '')}: {body.get('detail', resp.text)}")
+            except ValueError:
+                fail(f"{resp.status_code}: {resp.text[:200]}")
+        return resp.json()
+
+
+def ingest_path(admin: Admin, path: Path, tenant: str, mailbox: str, folder: Optional[str], quiet: bool = False) -> dict:
+    """Send every message under ``path`` to the admin API in batches; report failures one line each."""
+    from services.searcher.errors import UnreadableSource
+    from services.searcher.ingest.readers import read_path
+
+    try:
+        raws = list(read_path(path, folder=folder))
+    except UnreadableSource as exc:
+        fail(exc.detail)
+    totals = {"indexed": 0, "duplicate": 0, "errors": 0}
+    with Progress(
+        TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
+        console=err, disable=quiet or len(raws) < BATCH,
+    ) as progress:
+        task = progress.add_task(f"{tenant}/{mailbox}", total=len(raws))
+        for fold, group in groupby(raws, key=lambda r: r.folder):
+            items = list(group)
+            for start in range(0, len(items), BATCH):
+                batch = items[start : start + BATCH]
+                result = admin.call(
+                    "POST",
+                    "/v1/admin/ingest",
+                    json={
+                        "tenant_id": tenant,
+                        "mailbox": mailbox,
+                        "folder": fold,
+                        "raw": [base64.b64encode(r.raw).decode() for r in batch],
+                    },
+                )
+                totals["indexed"] += result["indexed"]
+                totals["duplicate"] += result["duplicate"]
+                for line in result["errors"]:
+                    # "message N: reason" -> the source label of message N in this batch
+                    head, _, reason = line.partition(": ")
+                    n = int(head.split()[-1]) if head.split()[-1].isdigit() else 0
+                    err.print(f"skipped {batch[n].label}: {reason}", highlight=False, markup=False)
+                    totals["errors"] += 1
+                progress.advance(task, len(batch))
+    return totals
+
+
+@app.command()
+def ingest(
+    path: Path = typer.Argument(..., help=".eml file, mbox, Maildir folder or folder of .eml files"),
+    tenant: str = typer.Option(..., "--tenant", "-t"),
+    mailbox: str = typer.Option(..., "--mailbox", "-m"),
+    folder: Optional[str] = typer.Option(None, help="Folder for every message (default: from the source)"),
+    url: Optional[str] = typer.Option(None, help="Gateway URL (default PM_GATEWAY_URL)"),
+) -> None:
+    """Import mail into a tenant's mailbox. Idempotent by Message-ID."""
+    settings = cli_settings()
+    totals = ingest_path(Admin(settings, url), path, tenant, mailbox, folder)
+    out.print(f"indexed {totals['indexed']}, already present {totals['duplicate']}, skipped {totals['errors']}")
+    if totals["errors"]:
+        raise typer.Exit(1)
+
+
+@keys_app.command("create")
+def keys_create(
+    tenant: str = typer.Option(..., "--tenant", "-t"),
+    principal: str = typer.Option(..., "--principal", "-p"),
+    mailbox: list[str] = typer.Option(..., "--mailbox", "-m", help="Repeat for each mailbox in scope"),
+    permission: list[str] = typer.Option(["search", "search:agentic"], "--permission"),
+    url: Optional[str] = typer.Option(None),
+) -> None:
+    """Create an API key; it is printed once and stored only as a hash."""
+    body = {"tenant_id": tenant, "principal": principal, "mailboxes": mailbox, "permissions": permission}
+    created = Admin(cli_settings(), url).call("POST", "/v1/admin/keys", json=body)
+    out.print(created["key"])
+
+
+@tenants_app.command("set")
+def tenants_set(
+    tenant: str,
+    daily_cap: Optional[int] = typer.Option(None),
+    max_steps: Optional[int] = typer.Option(None),
+    max_seconds: Optional[float] = typer.Option(None),
+    url: Optional[str] = typer.Option(None),
+) -> None:
+    """Change a tenant's agentic budgets or daily cap."""
+    patch = {
+        k: v
+        for k, v in {
+            "search.agentic_daily_cap": daily_cap,
+            "search.agentic_max_steps": max_steps,
+            "search.agentic_max_seconds": max_seconds,
+        }.items()
+        if v is not None
+    }
+    out.print_json(data=Admin(cli_settings(), url).call("PATCH", f"/v1/admin/tenants/{tenant}/settings", json=patch))
+
+
+@app.command()
+def search(
+    query: str,
+    mode: str = typer.Option("hybrid", help="keyword, semantic or hybrid"),
+    limit: int = typer.Option(10),
+    key: Optional[str] = typer.Option(None, help="API key (default PM_API_KEY)"),
+    url: Optional[str] = typer.Option(None),
+) -> None:
+    """Search with an API key and print the hits."""
+    settings = cli_settings()
+    api_key = key or (settings.api_key.get_secret_value() if settings.api_key else None)
+    if not api_key:
+        fail("no API key: pass --key or set PM_API_KEY")
+    resp = httpx.post(
+        f"{url or settings.gateway_url}/v1/search",
+        json={"query": query, "mode": mode, "limit": limit},
+        headers={"Authorization": f"Bearer {api_key}"},
+        timeout=30,
+    )
+    if resp.status_code >= 400:
+        body = resp.json()
+        fail(f"{resp.status_code} {body.get('title')}: {body.get('detail')}")
+    for hit in resp.json()["hits"]:
+        out.print(f"[bold]{hit['subject']}[/bold]  {hit['sender']}  {hit['date'] or ''}  [dim]{hit['message_id']}[/dim]")
+        out.print(f"   {hit['snippet']}", highlight=False)
+
+
+@app.command()
+def up(
+    no_demo: bool = typer.Option(False, "--no-demo", help="Do not load the demo mailbox"),
+) -> None:
+    """Start Redis, the services and the gateway on this machine; load the demo mailbox."""
+    from cli.demo import load_demo
+    from cli.stack import Stack
+
+    settings = cli_settings()
+    stack = Stack(settings.var_dir, redis_port=settings.redis_port, gateway_port=settings.gateway_port)
+    try:
+        out.print(f"starting pmsearch in {settings.var_dir}/ (logs in {settings.var_dir}/log/)")
+        stack.start()
+        if not no_demo:
+            keys = load_demo(stack, settings.demo_dir, out)
+            out.print("\n[bold green]pmsearch is running[/bold green] at " + stack.gateway_url + "  (OpenAPI: /docs)")
+            for label, key in keys.items():
+                out.print(f"  demo key {label}: {key}")
+            first = next(iter(keys.values()))
+            out.print("\nTry:")
+            out.print(
+                f"  curl -s {stack.gateway_url}/v1/search -H 'Authorization: Bearer {first}' "
+                "-H 'Content-Type: application/json' -d '{\"query\": \"INV-2024-0173\", \"mode\": \"keyword\"}'",
+                highlight=False, soft_wrap=True,
+            )
+            out.print(f"  PM_API_KEY={first} .venv/bin/pmsearch search 'did the insurer accept the Golf claim?'", highlight=False, soft_wrap=True)
+        out.print("\nCtrl-C stops everything.")
+        while all(p.poll() is None for p in stack.procs.values()):
+            time.sleep(1)
+        dead = [n for n, p in stack.procs.items() if p.poll() is not None]
+        fail(f"{', '.join(dead)} stopped; see {settings.var_dir}/log/")
+    except KeyboardInterrupt:
+        out.print("stopping")
+    except (RuntimeError, TimeoutError) as exc:
+        fail(str(exc).splitlines()[0] + f" (logs in {stack.log_dir}/)")
+    finally:
+        stack.stop()
+
+
+def main() -> None:  # pragma: no cover - console entry point
+    try:
+        app()
+    except KeyboardInterrupt:
+        sys.exit(130)
+
+
+if __name__ == "__main__":
+    main()

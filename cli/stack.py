@@ -1,0 +1,181 @@
+"""Start and stop the embedded stack: Redis (with the ACL file and append-only
+persistence), optionally the local model server, and every service as its own process.
+
+Used by ``pmsearch up`` and by the end-to-end tests, so both run the same processes.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import httpx
+import redis
+
+from cli.acl import USERS, render
+
+ROOT = Path(__file__).resolve().parent.parent
+WORKERS = {
+    "searcher": "services.searcher.worker",
+    "planner": "services.planner.worker",
+    "answerer": "services.answerer.worker",
+    "verifier": "services.verifier.worker",
+}
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@dataclass
+class Secrets:
+    passwords: dict[str, str]
+    scope_key: str
+    admin_token: str
+
+    @classmethod
+    def load_or_create(cls, path: Path) -> "Secrets":
+        if path.exists():
+            return cls(**json.loads(path.read_text()))
+        made = cls(
+            passwords={u: secrets.token_urlsafe(24) for u in USERS},
+            scope_key=secrets.token_urlsafe(32),
+            admin_token="adm_" + secrets.token_urlsafe(24),
+        )
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(made.__dict__))
+        path.chmod(0o600)
+        return made
+
+
+@dataclass
+class Stack:
+    var_dir: Path
+    redis_port: int = 0
+    gateway_port: int = 0
+    services: tuple[str, ...] = ("searcher", "verifier")
+    extra_env: dict[str, str] = field(default_factory=dict)
+    log_dir: Path | None = None
+    procs: dict[str, subprocess.Popen] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.var_dir = Path(self.var_dir).resolve()
+        self.redis_port = self.redis_port or free_port()
+        self.gateway_port = self.gateway_port or free_port()
+        self.secrets = Secrets.load_or_create(self.var_dir / "secrets.json")
+        self.log_dir = Path(self.log_dir or self.var_dir / "log")
+        self.log_dir.mkdir(parents=True, exist_ok=True)
+
+    # ------------------------------------------------------------ addresses
+
+    @property
+    def redis_url(self) -> str:
+        return f"redis://127.0.0.1:{self.redis_port}/0"
+
+    @property
+    def gateway_url(self) -> str:
+        return f"http://127.0.0.1:{self.gateway_port}"
+
+    def redis_client(self, user: str = "admin") -> redis.Redis:
+        return redis.Redis.from_url(self.redis_url, username=user, password=self.secrets.passwords[user])
+
+    def env_for(self, user: str) -> dict[str, str]:
+        """The environment of one service: its own Redis user and only its secrets."""
+        env = {k: v for k, v in os.environ.items() if not k.startswith("PM_")}
+        env.update(
+            PM_REDIS_URL=self.redis_url,
+            PM_REDIS_USERNAME=user,
+            PM_REDIS_PASSWORD=self.secrets.passwords[user],
+            PYTHONUNBUFFERED="1",
+        )
+        if user in ("gateway", "searcher"):
+            env["PM_SCOPE_KEY"] = self.secrets.scope_key
+        if user == "searcher":
+            env["PM_DATA_DIR"] = str(self.var_dir / "data")
+        if user == "gateway":
+            env.update(PM_ADMIN_TOKEN=self.secrets.admin_token, PM_PORT=str(self.gateway_port))
+        for key, value in self.extra_env.items():
+            # Model settings go to the two stages that call a model, never to the others.
+            if key.startswith(("PM_MODEL_", "PM_AGENT_MODEL")) and user not in ("planner", "answerer"):
+                continue
+            env[key] = value
+        return env
+
+    # ------------------------------------------------------------ processes
+
+    def _spawn(self, name: str, argv: list[str], env: dict[str, str]) -> subprocess.Popen:
+        log = open(self.log_dir / f"{name}.log", "ab")
+        proc = subprocess.Popen(argv, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        self.procs[name] = proc
+        return proc
+
+    def start_redis(self) -> None:
+        redis_dir = self.var_dir / "redis"
+        redis_dir.mkdir(parents=True, exist_ok=True)
+        acl = redis_dir / "users.acl"
+        acl.write_text(render(self.secrets.passwords))
+        acl.chmod(0o600)
+        binary = shutil.which("redis-server") or "/usr/bin/redis-server"
+        argv = [
+            binary, "--port", str(self.redis_port), "--bind", "127.0.0.1", "--dir", str(redis_dir),
+            "--aclfile", str(acl), "--appendonly", "yes", "--save", "", "--daemonize", "no",
+        ]
+        self._spawn("redis", argv, dict(os.environ))
+        self._wait(lambda: self.redis_client().ping(), "redis", 20)
+
+    def start_worker(self, name: str) -> None:
+        self._spawn(name, [sys.executable, "-m", WORKERS[name]], self.env_for(name))
+
+    def start_gateway(self) -> None:
+        self._spawn("gateway", [sys.executable, "-m", "services.gateway.app"], self.env_for("gateway"))
+        self._wait(lambda: httpx.get(f"{self.gateway_url}/healthz", timeout=2).raise_for_status(), "gateway", 60)
+
+    def start(self) -> "Stack":
+        self.start_redis()
+        for name in self.services:
+            self.start_worker(name)
+        self.start_gateway()
+        if "searcher" in self.services:
+            self.wait_for_log("searcher", "searcher ready", 180)
+        return self
+
+    def wait_for_log(self, name: str, needle: str, timeout: float) -> None:
+        path = self.log_dir / f"{name}.log"
+        self._wait(lambda: needle in path.read_text(errors="replace") or (_ for _ in ()).throw(RuntimeError()), name, timeout)
+
+    def _wait(self, probe, what: str, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        while True:
+            for name, proc in self.procs.items():
+                if proc.poll() is not None:
+                    tail = (self.log_dir / f"{name}.log").read_text(errors="replace")[-3000:]
+                    raise RuntimeError(f"{name} exited with {proc.returncode} while waiting for {what}:\n{tail}")
+            try:
+                probe()
+                return
+            except Exception:
+                if time.monotonic() > deadline:
+                    raise TimeoutError(f"{what} not ready after {timeout:g} s") from None
+                time.sleep(0.2)
+
+    def stop(self) -> None:
+        for name, proc in reversed(list(self.procs.items())):
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGTERM)
+        for proc in self.procs.values():
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+        self.procs.clear()

@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Install what pmsearch needs on a fresh Debian machine with Python 3.11: Debian's
+# redis-server, a virtual environment in .venv with the project and its test tools.
+# Idempotent: a second run installs nothing.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+if ! command -v redis-server >/dev/null 2>&1; then
+  echo "bootstrap: installing redis-server (Debian)"
+  SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq redis-server >/dev/null
+fi
+# The Debian package starts a system-wide server on 6379; pmsearch runs its own.
+
+PY=${PYTHON:-python3}
+if [ ! -x .venv/bin/python ]; then
+  echo "bootstrap: creating .venv"
+  "$PY" -m venv .venv
+fi
+stamp=.venv/.pmsearch-installed
+if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
+  echo "bootstrap: installing Python packages"
+  .venv/bin/python -m pip install -q --upgrade pip
+  # The CPU build of torch first, so the embedding model does not pull a CUDA build.
+  .venv/bin/python -m pip install -q "torch==2.13.0"
+  .venv/bin/python -m pip install -q -e ".[test]"
+  touch "$stamp"
+fi

@@ -1,0 +1,38 @@
+"""The answerer's prompt: the question and the fenced evidence, nothing else."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from shared.fencing import Fence
+from shared.messages import EvidenceMessage
+
+MESSAGE_CHARS = 1400
+EVIDENCE_BUDGET = 8000
+
+RULES = """You answer a question about a person's mail using only the evidence messages given.
+Reply with one JSON object: {"sentences": [{"text": "...", "citations": ["<message_id>"]}]}.
+- Write 1 to 4 short sentences. Each sentence states one fact and cites the message_id(s) it comes from.
+- Copy exact wording from the message inside double quotes where you can, e.g. the claim "has been approved".
+- Only cite message_ids that appear in the evidence. Never invent facts, ids or quotes.
+- If the evidence does not answer the question, reply {"sentences": []}."""
+
+
+def answer_messages(question: str, evidence: list[EvidenceMessage], fence: Fence) -> list[dict[str, Any]]:
+    blocks, used = [], 0
+    for m in evidence:
+        text = (
+            f"message_id: {m.message_id}\ndate: {m.date.isoformat() if m.date else 'unknown'}\n"
+            f"from: {m.sender}\nsubject: {m.subject}\n\n{m.body[:MESSAGE_CHARS]}"
+        )
+        for a in m.attachments[:2]:
+            text += f"\n\n[attachment {a.name}]\n{a.text[:400]}"
+        block = fence.wrap(f"message:{m.message_id}", text)
+        if used + len(block) > EVIDENCE_BUDGET:
+            break
+        blocks.append(block)
+        used += len(block)
+    return [
+        {"role": "system", "content": f"{RULES}\n\n{fence.system_rules()}"},
+        {"role": "user", "content": f"Question: {question}\n\nEvidence:\n" + "\n".join(blocks)},
+    ]

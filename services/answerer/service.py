@@ -1,0 +1,79 @@
+"""The answerer: write cited sentences from the run's evidence and hand them to the
+verifier. It never writes results; a reply it cannot use still reaches the verifier as
+an ending, so every run finishes."""
+
+from __future__ import annotations
+
+import time
+
+from redis.asyncio import Redis
+
+from services.answerer.prompts import answer_messages
+from services.answerer.schemas import AnswerDraft
+from shared import streams
+from shared.bus import publish
+from shared.fencing import Fence
+from shared.llm import ModelClient, ModelError, ModelOutputInvalid
+from shared.messages import (
+    AnswerRequested,
+    Draft,
+    DraftSentence,
+    EvidenceMessage,
+    StepTrace,
+    Usage,
+    VerificationRequested,
+)
+
+MAX_MESSAGES = 8
+
+
+async def load_evidence(redis: Redis, run_id: str, focus: list[str]) -> list[EvidenceMessage]:
+    """The run's evidence as the searcher stored it, most relevant first."""
+    raw = await redis.hgetall(streams.evidence_key(run_id))
+    found = {k.decode() if isinstance(k, bytes) else k: EvidenceMessage.model_validate_json(v) for k, v in raw.items()}
+    ordered = [found[m] for m in focus if m in found]
+    ordered += [m for k, m in found.items() if k not in set(focus)]
+    return ordered[:MAX_MESSAGES]
+
+
+class Answerer:
+    def __init__(self, redis: Redis, model: ModelClient) -> None:
+        self.redis = redis
+        self.model = model
+
+    async def answer(self, req: AnswerRequested) -> None:
+        evidence = await load_evidence(self.redis, req.run_id, req.focus)
+        trace, usage = req.trace.model_copy(deep=True), req.usage.model_copy()
+        ending, draft, reason = "answer", None, None
+        started = time.monotonic()
+        if not evidence:
+            ending, reason = "insufficient_evidence", "nothing was found to answer from"
+        else:
+            try:
+                result = await self.model.structured(
+                    answer_messages(req.question, evidence, Fence.new()), AnswerDraft, name="answer", deadline=req.deadline
+                )
+                usage.model_calls += result.attempts
+                usage.prompt_tokens += result.usage.prompt_tokens
+                usage.completion_tokens += result.usage.completion_tokens
+                draft = Draft(sentences=[DraftSentence(text=s.text, citations=s.citations) for s in result.value.sentences])
+            except ModelOutputInvalid as exc:
+                usage.model_calls += 2
+                ending, reason = "insufficient_evidence", f"the answer could not be used: {exc.detail}"
+            except ModelError as exc:
+                usage.model_calls += 1
+                ending, reason = ("budget_exhausted", "the time budget ran out") if time.time() >= req.deadline else (
+                    "degraded",
+                    f"model unavailable: {exc.detail}",
+                )
+        trace.steps.append(StepTrace(step=req.step, kind="answer", duration_ms=(time.monotonic() - started) * 1000, note=reason))
+        usage.seconds = round(usage.seconds + (time.monotonic() - started), 3)
+        await publish(
+            self.redis,
+            streams.DRAFTS,
+            VerificationRequested(
+                run_id=req.run_id, tenant_id=req.tenant_id, scope_token=req.scope_token, deadline=req.deadline,
+                question=req.question, ending=ending, draft=draft, trace=trace, usage=usage,
+                hits=req.hits if ending == "degraded" else [], reason=reason,
+            ),
+        )

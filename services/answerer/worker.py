@@ -1,0 +1,44 @@
+"""The answerer worker. Run with ``python -m services.answerer.worker``."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+from faststream import FastStream
+
+from services.answerer.service import Answerer
+from shared import streams
+from shared.bus import connect
+from shared.llm import ModelClient
+from shared.messages import AnswerRequested
+from shared.settings import answerer_settings
+from shared.telemetry import serve_metrics, setup_logging
+from shared.worker import make_broker, subscribe
+
+log = logging.getLogger("pmsearch.answerer")
+
+settings = answerer_settings()
+broker = make_broker(settings)
+redis = connect(settings)
+app = FastStream(broker)
+answerer = Answerer(redis, ModelClient(settings))
+
+
+async def on_answer(req: AnswerRequested) -> None:
+    await answerer.answer(req)
+
+
+subscribe(broker, redis, streams.ANSWERS, AnswerRequested, on_answer, concurrency=16)
+
+
+@app.on_startup
+async def _startup() -> None:
+    setup_logging(settings.log_level)
+    if settings.metrics_port:
+        serve_metrics(settings.metrics_port)
+    log.info("answerer ready")
+
+
+if __name__ == "__main__":
+    asyncio.run(app.run())

@@ -1,0 +1,221 @@
+"""The embedded default index: Qdrant Edge, Qdrant's engine in-process, on disk.
+
+One process owns the shard folder. Writes are serialised by a lock; reads run
+concurrently in the engine.
+"""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+import qdrant_edge as qe
+
+from services.searcher.index import bm25, layout
+from services.searcher.index.base import (
+    Chunk,
+    ChunkPayload,
+    IndexFilter,
+    IndexMode,
+    ScoredChunk,
+)
+
+_SCHEMA = {
+    layout.TENANT_FIELD: lambda: qe.KeywordIndexParams(is_tenant=True),
+    **{f: lambda: qe.PayloadSchemaType.Keyword for f in layout.KEYWORD_FIELDS},
+    **{f: lambda: qe.PayloadSchemaType.Bool for f in layout.BOOL_FIELDS},
+    **{f: lambda: qe.PayloadSchemaType.Float for f in layout.FLOAT_FIELDS},
+}
+
+
+def _bool_value(value: bool) -> np.bool_:
+    # qdrant-edge-py 0.9 reads a Python bool in MatchValue as the integer 1/0, and an
+    # integer never matches a bool payload: must_not quarantined=True would exclude
+    # nothing. numpy's bool is not an int, so it arrives as a real bool.
+    return np.bool_(value)
+
+
+if qe.MatchValue(_bool_value(True)).value is not True:  # pragma: no cover - guards upgrades
+    raise ImportError("qdrant_edge MatchValue no longer accepts numpy bools; fix _bool_value")
+
+
+class EdgeIndex:
+    """:class:`~services.searcher.index.base.MailIndex` on a Qdrant Edge shard at ``path``
+    (created on first use; reopened, and checked against ``dim``, afterwards)."""
+
+    def __init__(self, path: Path, dim: int) -> None:
+        self.path = Path(path)
+        self.dim = dim
+        self._write = threading.Lock()
+        config = qe.EdgeConfig(
+            vectors={layout.DENSE: qe.EdgeVectorParams(size=dim, distance=qe.Distance.Cosine)},
+            sparse_vectors={layout.SPARSE: qe.EdgeSparseVectorParams(modifier=qe.Modifier.Idf)},
+        )
+        if self.path.is_dir() and any(self.path.iterdir()):
+            # Passing the config makes a wrong dimension fail here, not on first upsert.
+            self._shard: qe.EdgeShard | None = qe.EdgeShard.load(str(self.path), config)
+        else:
+            self.path.mkdir(parents=True, exist_ok=True)
+            self._shard = qe.EdgeShard.create(str(self.path), config)
+        existing = set(self._shard.info().payload_schema)
+        for field, schema in _SCHEMA.items():
+            if field not in existing:
+                self._shard.update(qe.UpdateOperation.create_field_index(field, schema()))
+
+    @property
+    def shard(self) -> qe.EdgeShard:
+        if self._shard is None:
+            raise RuntimeError("index is closed")
+        return self._shard
+
+    # -- writes ----------------------------------------------------------------------
+
+    def upsert(self, chunks: Sequence[Chunk]) -> None:
+        points = [self._point(c) for c in chunks]
+        with self._write:
+            for i in range(0, len(points), layout.UPSERT_BATCH):
+                self.shard.update(qe.UpdateOperation.upsert_points(points[i : i + layout.UPSERT_BATCH]))
+
+    def optimize(self) -> bool:
+        """Build HNSW and merge segments now (Edge has no background optimiser); call
+        after a large ingest. True if anything changed."""
+        with self._write:
+            return self.shard.optimize()
+
+    def flush(self) -> None:
+        with self._write:
+            self.shard.flush()
+
+    def close(self) -> None:
+        with self._write:
+            if self._shard is not None:
+                self._shard.flush()
+                self._shard.close()
+                self._shard = None
+
+    def _point(self, chunk: Chunk) -> qe.Point:
+        if len(chunk.dense) != self.dim:
+            raise ValueError(f"dense vector has {len(chunk.dense)} dimensions, index has {self.dim}")
+        indices, values = bm25.document_vector(chunk.payload.text)
+        vector = {layout.DENSE: list(chunk.dense), layout.SPARSE: qe.SparseVector(indices, values)}
+        return qe.Point(chunk.point_id, vector, layout.payload_of(chunk))
+
+    # -- reads -----------------------------------------------------------------------
+
+    def query(
+        self,
+        flt: IndexFilter,
+        *,
+        mode: IndexMode,
+        text: str,
+        dense: Sequence[float] | None,
+        limit: int,
+    ) -> list[ScoredChunk]:
+        cond = layout.conditions(flt)
+        if cond.impossible or limit <= 0:
+            return []
+        where = _filter(cond)
+        sparse = bm25.query_vector(text) if mode != "semantic" else ([], [])
+        if mode != "keyword" and dense is None:
+            raise ValueError(f"{mode} query needs a dense vector")
+        idf = qe.SearchParams(idf=qe.IdfParams(corpus=_filter(layout.tenant_conditions(flt.tenant_id))))
+        sparse_query = qe.Query.Nearest(qe.SparseVector(*sparse), using=layout.SPARSE)
+        if mode == "keyword":
+            if not sparse[0]:
+                return []
+            request = qe.QueryRequest(limit=limit, query=sparse_query, filter=where, params=idf, with_payload=True)
+        elif mode == "semantic" or not sparse[0]:
+            # A query of stop words only has no keyword side: hybrid degrades to dense.
+            request = self._dense_request(where, dense, limit)
+        else:
+            depth = layout.prefetch_limit(limit)
+            request = qe.QueryRequest(
+                limit=limit,
+                prefetches=[
+                    qe.Prefetch(limit=depth, query=sparse_query, filter=where, params=idf),
+                    qe.Prefetch(limit=depth, query=_nearest(dense), filter=where),
+                ],
+                query=qe.Fusion.Rrf(k=layout.RRF_K),
+                filter=where,
+                with_payload=True,
+            )
+        return [_scored(p) for p in self.shard.query(request)]
+
+    def recommend(self, flt: IndexFilter, dense: Sequence[float], limit: int) -> list[ScoredChunk]:
+        cond = layout.conditions(flt)
+        if cond.impossible or limit <= 0:
+            return []
+        return [_scored(p) for p in self.shard.query(self._dense_request(_filter(cond), dense, limit))]
+
+    def scroll(self, flt: IndexFilter, limit: int = 1000) -> list[ChunkPayload]:
+        return [layout.chunk_payload(r.payload) for r in self._records(flt, limit, with_vector=False)]
+
+    def vectors(self, flt: IndexFilter, limit: int = 16) -> list[list[float]]:
+        """Dense vectors of matching points, lowest chunk numbers first (so a message's
+        body vector comes from its opening chunk)."""
+        records = self._records(flt, max(limit, layout.SCROLL_PAGE), with_vector=True)
+        records.sort(key=lambda r: (r.payload or {}).get("chunk_no", 0))
+        return [list(r.vector[layout.DENSE]) for r in records[:limit] if r.vector]
+
+    def count(self, flt: IndexFilter) -> int:
+        cond = layout.conditions(flt)
+        if cond.impossible:
+            return 0
+        return self.shard.count(qe.CountRequest(exact=True, filter=_filter(cond)))
+
+    def _dense_request(self, where: qe.Filter, dense: Sequence[float] | None, limit: int) -> qe.QueryRequest:
+        if dense is None:
+            raise ValueError("a dense vector is required")
+        return qe.QueryRequest(limit=limit, query=_nearest(dense), filter=where, with_payload=True)
+
+    def _records(self, flt: IndexFilter, limit: int, *, with_vector: bool) -> list[qe.Record]:
+        cond = layout.conditions(flt)
+        if cond.impossible or limit <= 0:
+            return []
+        where = _filter(cond)
+        out: list[qe.Record] = []
+        offset = None
+        while len(out) < limit:
+            page, offset = self.shard.scroll(
+                qe.ScrollRequest(
+                    offset=offset,
+                    limit=min(layout.SCROLL_PAGE, limit - len(out)),
+                    filter=where,
+                    with_payload=True,
+                    with_vector=[layout.DENSE] if with_vector else False,
+                )
+            )
+            out.extend(page)
+            if offset is None or not page:
+                break
+        return out
+
+
+def _nearest(dense: Sequence[float]) -> qe.Query:
+    return qe.Query.Nearest([float(x) for x in dense], using=layout.DENSE)
+
+
+def _scored(point: qe.ScoredPoint) -> ScoredChunk:
+    return ScoredChunk(score=point.score, payload=layout.chunk_payload(point.payload))
+
+
+def _filter(cond: layout.Conditions) -> qe.Filter:
+    return qe.Filter(
+        must=[_condition(c) for c in cond.must] or None,
+        must_not=[_condition(c) for c in cond.must_not] or None,
+    )
+
+
+def _condition(c: layout.Condition):
+    if isinstance(c, layout.Match):
+        value = _bool_value(c.value) if isinstance(c.value, bool) else c.value
+        return qe.FieldCondition(c.key, match=qe.MatchValue(value))
+    if isinstance(c, layout.AnyOf):
+        return qe.FieldCondition(c.key, match=qe.MatchAny(list(c.values)))
+    if isinstance(c, layout.Between):
+        return qe.FieldCondition(c.key, range=qe.RangeFloat(gte=c.gte, lte=c.lte))
+    if isinstance(c, layout.Either):
+        return qe.Filter(should=[_condition(x) for x in c.conditions])
+    raise TypeError(f"unknown condition {c!r}")

@@ -1,0 +1,209 @@
+"""The scale-out index: a Qdrant server or cluster through ``qdrant-client``.
+
+Same collection layout, same sparse BM25 vectors (computed client-side by
+:mod:`services.searcher.index.bm25`) and same filter conditions as the Edge adapter.
+``QdrantClient(location=":memory:")`` works as a stand-in in tests, but is far too slow to
+serve.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+from qdrant_client import QdrantClient, models
+
+from services.searcher.index import bm25, layout
+from services.searcher.index.base import (
+    Chunk,
+    ChunkPayload,
+    IndexFilter,
+    IndexMode,
+    ScoredChunk,
+)
+
+
+def _schema(field: str) -> models.PayloadSchemaType | models.KeywordIndexParams:
+    if field == layout.TENANT_FIELD:
+        return models.KeywordIndexParams(type=models.KeywordIndexType.KEYWORD, is_tenant=True)
+    if field in layout.BOOL_FIELDS:
+        return models.PayloadSchemaType.BOOL
+    if field in layout.FLOAT_FIELDS:
+        return models.PayloadSchemaType.FLOAT
+    return models.PayloadSchemaType.KEYWORD
+
+
+_INDEXED = (layout.TENANT_FIELD, *layout.KEYWORD_FIELDS, *layout.BOOL_FIELDS, *layout.FLOAT_FIELDS)
+
+
+class ServerIndex:
+    """:class:`~services.searcher.index.base.MailIndex` on collection ``collection``,
+    created with the shared layout if missing; an existing one must have ``dim``."""
+
+    def __init__(self, client: QdrantClient, collection: str, dim: int) -> None:
+        self.client = client
+        self.collection = collection
+        self.dim = dim
+        if client.collection_exists(collection):
+            self._check_layout()
+        else:
+            client.create_collection(
+                collection,
+                vectors_config={layout.DENSE: models.VectorParams(size=dim, distance=models.Distance.COSINE)},
+                sparse_vectors_config={layout.SPARSE: models.SparseVectorParams(modifier=models.Modifier.IDF)},
+            )
+        existing = set(client.get_collection(collection).payload_schema or {})
+        for field in _INDEXED:
+            if field not in existing:
+                client.create_payload_index(collection, field, _schema(field), wait=True)
+
+    def _check_layout(self) -> None:
+        params = self.client.get_collection(self.collection).config.params
+        dense = params.vectors.get(layout.DENSE) if isinstance(params.vectors, dict) else None
+        sparse = (params.sparse_vectors or {}).get(layout.SPARSE)
+        if dense is None or dense.size != self.dim:
+            raise ValueError(f"collection {self.collection!r} has no {self.dim}-d {layout.DENSE!r} vector")
+        if sparse is None or sparse.modifier != models.Modifier.IDF:
+            raise ValueError(f"collection {self.collection!r} has no IDF {layout.SPARSE!r} sparse vector")
+
+    # -- writes ----------------------------------------------------------------------
+
+    def upsert(self, chunks: Sequence[Chunk]) -> None:
+        points = [self._point(c) for c in chunks]
+        for i in range(0, len(points), layout.UPSERT_BATCH):
+            self.client.upsert(self.collection, points[i : i + layout.UPSERT_BATCH], wait=True)
+
+    def close(self) -> None:
+        self.client.close()
+
+    def _point(self, chunk: Chunk) -> models.PointStruct:
+        if len(chunk.dense) != self.dim:
+            raise ValueError(f"dense vector has {len(chunk.dense)} dimensions, index has {self.dim}")
+        indices, values = bm25.document_vector(chunk.payload.text)
+        return models.PointStruct(
+            id=chunk.point_id,
+            vector={
+                layout.DENSE: list(chunk.dense),
+                layout.SPARSE: models.SparseVector(indices=indices, values=values),
+            },
+            payload=layout.payload_of(chunk),
+        )
+
+    # -- reads -----------------------------------------------------------------------
+
+    def query(
+        self,
+        flt: IndexFilter,
+        *,
+        mode: IndexMode,
+        text: str,
+        dense: Sequence[float] | None,
+        limit: int,
+    ) -> list[ScoredChunk]:
+        cond = layout.conditions(flt)
+        if cond.impossible or limit <= 0:
+            return []
+        if mode != "keyword" and dense is None:
+            raise ValueError(f"{mode} query needs a dense vector")
+        where = _filter(cond)
+        indices, values = bm25.query_vector(text) if mode != "semantic" else ([], [])
+        sparse = models.SparseVector(indices=indices, values=values)
+        idf = models.SearchParams(idf=models.IdfCorpusParams(corpus=_filter(layout.tenant_conditions(flt.tenant_id))))
+        if mode == "keyword":
+            if not indices:
+                return []
+            kwargs = dict(query=sparse, using=layout.SPARSE, search_params=idf)
+        elif mode == "semantic" or not indices:
+            # A query of stop words only has no keyword side: hybrid degrades to dense.
+            kwargs = dict(query=[float(x) for x in dense], using=layout.DENSE)
+        else:
+            depth = layout.prefetch_limit(limit)
+            kwargs = dict(
+                prefetch=[
+                    models.Prefetch(query=sparse, using=layout.SPARSE, filter=where, limit=depth, params=idf),
+                    models.Prefetch(query=[float(x) for x in dense], using=layout.DENSE, filter=where, limit=depth),
+                ],
+                query=models.RrfQuery(rrf=models.Rrf(k=layout.RRF_K)),
+            )
+        response = self.client.query_points(
+            self.collection, query_filter=where, limit=limit, with_payload=True, **kwargs
+        )
+        return [_scored(p) for p in response.points]
+
+    def recommend(self, flt: IndexFilter, dense: Sequence[float], limit: int) -> list[ScoredChunk]:
+        cond = layout.conditions(flt)
+        if cond.impossible or limit <= 0:
+            return []
+        response = self.client.query_points(
+            self.collection,
+            query=[float(x) for x in dense],
+            using=layout.DENSE,
+            query_filter=_filter(cond),
+            limit=limit,
+            with_payload=True,
+        )
+        return [_scored(p) for p in response.points]
+
+    def scroll(self, flt: IndexFilter, limit: int = 1000) -> list[ChunkPayload]:
+        return [layout.chunk_payload(r.payload) for r in self._records(flt, limit, with_vector=False)]
+
+    def vectors(self, flt: IndexFilter, limit: int = 16) -> list[list[float]]:
+        """Dense vectors of matching points, lowest chunk numbers first (so a message's
+        body vector comes from its opening chunk)."""
+        records = self._records(flt, max(limit, layout.SCROLL_PAGE), with_vector=True)
+        records.sort(key=lambda r: (r.payload or {}).get("chunk_no", 0))
+        out = []
+        for r in records[:limit]:
+            vector = r.vector.get(layout.DENSE) if isinstance(r.vector, dict) else None
+            if vector is not None:
+                out.append(list(vector))
+        return out
+
+    def count(self, flt: IndexFilter) -> int:
+        cond = layout.conditions(flt)
+        if cond.impossible:
+            return 0
+        return self.client.count(self.collection, count_filter=_filter(cond), exact=True).count
+
+    def _records(self, flt: IndexFilter, limit: int, *, with_vector: bool) -> list[models.Record]:
+        cond = layout.conditions(flt)
+        if cond.impossible or limit <= 0:
+            return []
+        where = _filter(cond)
+        out: list[models.Record] = []
+        offset = None
+        while len(out) < limit:
+            page, offset = self.client.scroll(
+                self.collection,
+                scroll_filter=where,
+                limit=min(layout.SCROLL_PAGE, limit - len(out)),
+                offset=offset,
+                with_payload=True,
+                with_vectors=[layout.DENSE] if with_vector else False,
+            )
+            out.extend(page)
+            if offset is None or not page:
+                break
+        return out
+
+
+def _scored(point: models.ScoredPoint) -> ScoredChunk:
+    return ScoredChunk(score=point.score, payload=layout.chunk_payload(point.payload))
+
+
+def _filter(cond: layout.Conditions) -> models.Filter:
+    return models.Filter(
+        must=[_condition(c) for c in cond.must] or None,
+        must_not=[_condition(c) for c in cond.must_not] or None,
+    )
+
+
+def _condition(c: layout.Condition) -> models.Condition:
+    if isinstance(c, layout.Match):
+        return models.FieldCondition(key=c.key, match=models.MatchValue(value=c.value))
+    if isinstance(c, layout.AnyOf):
+        return models.FieldCondition(key=c.key, match=models.MatchAny(any=list(c.values)))
+    if isinstance(c, layout.Between):
+        return models.FieldCondition(key=c.key, range=models.Range(gte=c.gte, lte=c.lte))
+    if isinstance(c, layout.Either):
+        return models.Filter(should=[_condition(x) for x in c.conditions])
+    raise TypeError(f"unknown condition {c!r}")

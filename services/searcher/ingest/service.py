@@ -1,0 +1,245 @@
+"""Ingest: parsed mail → threaded, chunked, embedded points in the index.
+
+Idempotent by (tenant, Message-ID): the point ids derive from pmsearch's message id,
+which derives from the tenant and the Message-ID, and a message already indexed for the
+tenant is skipped. Embeddings are batched across messages because the embedder, not
+parsing, is what limits throughput.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable, Iterable, Sequence
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from services.searcher.embedding import Embedder
+from services.searcher.errors import IngestError
+from services.searcher.index.base import Chunk, ChunkPayload, IndexFilter, MailIndex
+from services.searcher.ingest.chunking import split_text
+from services.searcher.ingest.parser import parse_message
+from services.searcher.ingest.schemas import ParsedMessage, message_key, thread_key
+from shared.messages import IngestItem
+
+RawItem = tuple[bytes, str, str]  # (raw bytes, folder, label for error reports)
+
+# An attachment beyond this many characters is indexed by its beginning only: a 400-page
+# PDF would otherwise cost more embedding time than thousands of ordinary messages.
+MAX_ATTACHMENT_CHARS = 100_000
+
+
+class IngestReport(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    indexed: int = 0
+    duplicate: int = 0
+    error: int = 0
+    chunks: int = 0
+    errors: list[str] = Field(default_factory=list)  # one line each: "label: reason"
+    # One outcome per input message, ``index`` being its position in the input.
+    items: list[IngestItem] = Field(default_factory=list)
+
+    def merge(self, other: "IngestReport") -> "IngestReport":
+        return IngestReport(
+            indexed=self.indexed + other.indexed,
+            duplicate=self.duplicate + other.duplicate,
+            error=self.error + other.error,
+            chunks=self.chunks + other.chunks,
+            errors=self.errors + other.errors,
+            items=self.items + other.items,
+        )
+
+
+@dataclass
+class _RunState:
+    """What one ingest call has assigned but may not have written to the index yet."""
+
+    seen: set[str] = field(default_factory=set)  # pmsearch message ids
+    threads: dict[str, str] = field(default_factory=dict)  # rfc id → thread id
+    subjects: dict[str, str] = field(default_factory=dict)  # normalized subject → thread id
+
+
+class Ingester:
+    """Imports raw messages for one tenant's mailbox into a :class:`MailIndex`.
+
+    ``tenant_mailboxes`` tells the ingester which mailboxes a tenant has, so duplicates
+    and threads are found across all of them (an :class:`IndexFilter` always names
+    mailboxes); mailboxes this ingester has written to are added on its own.
+    """
+
+    def __init__(
+        self,
+        index: MailIndex,
+        embedder: Embedder,
+        chunk_chars: int = 1000,
+        *,
+        embed_batch: int = 64,
+        message_batch: int = 64,
+        tenant_mailboxes: Callable[[str], Iterable[str]] | None = None,
+    ) -> None:
+        self.index = index
+        self.embedder = embedder
+        self.chunk_chars = chunk_chars
+        self.embed_batch = embed_batch
+        self.message_batch = message_batch
+        self._tenant_mailboxes = tenant_mailboxes
+        self._known: dict[str, set[str]] = {}
+
+    # -- public ----------------------------------------------------------------------
+
+    def ingest(self, tenant_id: str, mailbox: str, raws: Iterable[RawItem]) -> IngestReport:
+        """Parse, thread, chunk, embed and upsert; malformed messages are reported and
+        skipped, everything else is imported."""
+        report = IngestReport()
+        state = _RunState()
+        self._known.setdefault(tenant_id, set()).add(mailbox)
+        pending: list[tuple[int, ParsedMessage]] = []
+        for position, (raw, folder, label) in enumerate(raws):
+            try:
+                pending.append((position, parse_message(raw, folder=folder)))
+            except IngestError as exc:
+                self._fail(report, position, label, exc.detail)
+            except Exception as exc:  # a parser bug must cost one message, not the import
+                self._fail(report, position, label, f"unexpected {type(exc).__name__}: {exc}")
+            if len(pending) >= self.message_batch:
+                self._flush(tenant_id, mailbox, pending, state, report)
+                pending = []
+        if pending:
+            self._flush(tenant_id, mailbox, pending, state, report)
+        report.items.sort(key=lambda item: item.index)
+        return report
+
+    def ingest_raw(self, tenant_id: str, mailbox: str, raw: bytes, *, folder: str = "INBOX",
+                   label: str = "message") -> IngestReport:
+        """One raw RFC 822 message (the admin API's ingest)."""
+        return self.ingest(tenant_id, mailbox, [(raw, folder, label)])
+
+    # -- steps -----------------------------------------------------------------------
+
+    @staticmethod
+    def _fail(report: IngestReport, position: int, label: str, reason: str) -> None:
+        reason = " ".join(reason.split())
+        report.error += 1
+        report.errors.append(f"{label}: {reason}")
+        report.items.append(IngestItem(index=position, status="error", error=reason))
+
+    def _mailboxes(self, tenant_id: str, mailbox: str) -> tuple[str, ...]:
+        names = set(self._known.get(tenant_id, set())) | {mailbox}
+        if self._tenant_mailboxes is not None:
+            names |= set(self._tenant_mailboxes(tenant_id))
+        return tuple(sorted(names))
+
+    def _flush(self, tenant_id: str, mailbox: str, batch: list[tuple[int, ParsedMessage]],
+               state: _RunState, report: IngestReport) -> None:
+        scope = self._mailboxes(tenant_id, mailbox)
+        # Oldest first, so a parent in the same batch is threaded before its replies.
+        batch = sorted(batch, key=lambda pm: pm[1].date.timestamp() if pm[1].date else float("inf"))
+        payloads: list[ChunkPayload] = []
+        texts: list[str] = []
+        for position, msg in batch:
+            mid = message_key(tenant_id, msg.rfc_message_id)
+            if mid in state.seen or self._exists(tenant_id, scope, mid):
+                report.duplicate += 1
+                report.items.append(IngestItem(index=position, status="duplicate", message_id=mid))
+                continue
+            state.seen.add(mid)
+            thread_id = self._thread(tenant_id, scope, msg, state)
+            if not msg.quarantined:  # the index cannot see quarantined mail; neither may we
+                state.threads[msg.rfc_message_id] = thread_id
+                if msg.normalized_subject:
+                    state.subjects.setdefault(msg.normalized_subject, thread_id)
+            for payload, text in self._chunks(tenant_id, mailbox, mid, thread_id, msg):
+                payloads.append(payload)
+                texts.append(text)
+            report.indexed += 1
+            report.items.append(IngestItem(index=position, status="indexed", message_id=mid))
+        if not payloads:
+            return
+        vectors = self._embed(texts)
+        self.index.upsert([Chunk(payload=p, dense=v) for p, v in zip(payloads, vectors)])
+        report.chunks += len(payloads)
+
+    def _exists(self, tenant_id: str, scope: tuple[str, ...], mid: str) -> bool:
+        return self.index.count(IndexFilter(tenant_id=tenant_id, mailboxes=scope, message_ids=(mid,))) > 0
+
+    def _thread(self, tenant_id: str, scope: tuple[str, ...], msg: ParsedMessage, state: _RunState) -> str:
+        """Thread of a referenced message we already know, else the References root,
+        else (for a Re:/Fwd: subject) a same-subject thread, else a thread of its own."""
+        refs = [r for r in dict.fromkeys([msg.in_reply_to, *reversed(msg.references)]) if r and r != msg.rfc_message_id]
+        if refs:
+            for ref in refs:  # nearest ancestor first
+                if ref in state.threads:
+                    return state.threads[ref]
+            hits = self.index.scroll(
+                IndexFilter(tenant_id=tenant_id, mailboxes=scope, rfc_message_ids=tuple(refs)), limit=200
+            )
+            by_ref = {p.rfc_message_id: p.thread_id for p in hits}
+            for ref in refs:
+                if ref in by_ref:
+                    return by_ref[ref]
+            root = msg.references[0] if msg.references else msg.in_reply_to
+            return thread_key(tenant_id, root or msg.rfc_message_id)
+        if msg.has_reply_prefix and msg.normalized_subject:
+            if msg.normalized_subject in state.subjects:
+                return state.subjects[msg.normalized_subject]
+            hits = self.index.scroll(
+                IndexFilter(tenant_id=tenant_id, mailboxes=scope, normalized_subject=msg.normalized_subject,
+                            kind="body"),
+                limit=50,
+            )
+            if hits:  # the most recent conversation under that subject
+                return max(hits, key=lambda p: p.date_ts or 0.0).thread_id
+        return thread_key(tenant_id, msg.rfc_message_id)
+
+    def _chunks(self, tenant_id: str, mailbox: str, mid: str, thread_id: str,
+                msg: ParsedMessage) -> list[tuple[ChunkPayload, str]]:
+        """(payload, text to embed) for the body and each attachment with text."""
+        names = _unique_names([a.filename for a in msg.attachments])
+        people = [*msg.to, *msg.cc]
+        base = dict(
+            tenant_id=tenant_id, mailbox=mailbox, message_id=mid, rfc_message_id=msg.rfc_message_id,
+            thread_id=thread_id, subject=msg.subject, normalized_subject=msg.normalized_subject,
+            sender=msg.sender.display, sender_email=msg.sender.email,
+            recipients=list(dict.fromkeys(a.email for a in people if a.email)),
+            recipient_names=list(dict.fromkeys(a.display for a in people if a.display)),
+            date=msg.date, date_ts=msg.date.timestamp() if msg.date else None,
+            folder=msg.folder, quarantined=msg.quarantined, has_attachments=bool(msg.attachments),
+            attachment_names=names, in_reply_to=msg.in_reply_to, references=msg.references,
+        )
+        out: list[tuple[ChunkPayload, str]] = []
+        # Every message gets at least one body point, so an empty mail still exists for
+        # duplicate checks, threads and read_message.
+        for n, text in enumerate(split_text(msg.body_text, self.chunk_chars) or [""]):
+            out.append((ChunkPayload(**base, kind="body", chunk_no=n, text=text), f"{msg.subject}\n\n{text}"))
+        for att, name in zip(msg.attachments, names):
+            if not att.text:
+                continue
+            for n, text in enumerate(split_text(att.text[:MAX_ATTACHMENT_CHARS], self.chunk_chars)):
+                payload = ChunkPayload(**base, kind="attachment", attachment_name=name, chunk_no=n, text=text)
+                out.append((payload, f"{msg.subject}\n{name}\n\n{text}"))
+        return out
+
+    def _embed(self, texts: Sequence[str]) -> list[list[float]]:
+        """Embed in fixed-size calls, similar lengths together: a transformer batch pads
+        to its longest text, so sorting by length saves most of the padding work."""
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        vectors: list[list[float]] = [[] for _ in texts]
+        for start in range(0, len(order), self.embed_batch):
+            idx = order[start:start + self.embed_batch]
+            for i, vec in zip(idx, self.embedder.embed([texts[i] for i in idx])):
+                vectors[i] = list(vec)
+        return vectors
+
+
+def _unique_names(names: list[str]) -> list[str]:
+    """Attachment names made unique per message: the point id includes the name."""
+    seen: dict[str, int] = {}
+    out = []
+    for name in names:
+        count = seen.get(name, 0) + 1
+        seen[name] = count
+        if count > 1:
+            stem, dot, ext = name.rpartition(".")
+            name = f"{stem} ({count}).{ext}" if dot and stem else f"{name} ({count})"
+        out.append(name)
+    return out

@@ -1,0 +1,42 @@
+"""The verifier's errors, rooted in :class:`shared.errors.PmError`.
+
+    PmError
+    └── VerifierError
+        ├── RequestContractError   a pm:drafts entry that does not match VerificationRequested
+        ├── StoreError             Redis refused or failed a read or write
+        └── AuditInputError        a draft or evidence file given to ``pmsearch verify`` is unusable
+
+Verification itself never raises: a sentence that fails is removed and recorded, not an
+error. These errors are about the plumbing around it.
+"""
+
+from __future__ import annotations
+
+from shared.errors import ContractError, PmError
+
+
+class VerifierError(PmError):
+    code = "verifier"
+    title = "Verifier error"
+
+
+class RequestContractError(VerifierError, ContractError):
+    """Retrying cannot fix a message that breaks its contract: it goes to dead letters."""
+
+    status = 422
+    code = "verification_request_invalid"
+    title = "Verification request does not match its contract"
+
+
+class StoreError(VerifierError):
+    """Transient by assumption: the message stays pending and is retried."""
+
+    status = 503
+    code = "verifier_store"
+    title = "Result store unavailable"
+
+
+class AuditInputError(VerifierError):
+    status = 400
+    code = "verify_input"
+    title = "Cannot read the draft or evidence to verify"

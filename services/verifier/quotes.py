@@ -1,0 +1,125 @@
+"""Quoted phrases in an answer sentence.
+
+Double quotes of every kind count: straight ``"…"``, typographic ``“…”``, ``„…“``,
+guillemets ``«…»`` and corner brackets ``「…」``/``『…』``. A double quote that is never
+closed runs to the end of the sentence: leaving out the closing mark must not let a
+phrase escape the check.
+
+Single quotes count only where they cannot be apostrophes:
+
+* typographic ``‘…’`` pairs, where a ``’`` followed by a letter or digit (``don’t``,
+  ``’90s``) is an apostrophe and not the closing mark;
+* straight ``'…'`` around at least two words, opened at the start of a word and closed
+  at the end of one (``'photos received'``; never ``don't`` or ``the drivers' cars``).
+
+An unclosed single quote is not a quote (it is most likely an apostrophe). Single quotes
+inside a double-quoted phrase are part of that phrase.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from services.verifier.normalize import normalize
+
+# Opening mark -> the marks that close it.
+_DOUBLE_PAIRS: dict[str, str] = {
+    '"': '"＂”“',
+    "＂": '＂"”“',
+    "“": '”"＂“',
+    "”": '”"＂',
+    "„": '“”"＂',
+    "‟": '”"＂',
+    "«": "»",
+    "»": "«",
+    "〝": "〞〟",
+    "「": "」",
+    "『": "』",
+}
+_OPENING_CONTEXT = " \t\n([{<—–-/"
+_EDGE_PUNCT = " .,;:"
+
+
+@dataclass(frozen=True, slots=True)
+class Quote:
+    """A quoted phrase: its text as written and its span inside the sentence."""
+
+    text: str
+    start: int
+    end: int
+
+    def fragments(self) -> list[str]:
+        """The normalised pieces that must occur, in order, in one source.
+
+        An ellipsis in a quote marks elided text, so the quote is split there.
+        """
+        norm = normalize(self.text).replace("[...]", "...").replace("(...)", "...")
+        pieces = (piece.strip(_EDGE_PUNCT) for piece in norm.split("..."))
+        return [p for p in pieces if any(ch.isalnum() for ch in p)]
+
+
+def double_quote_spans(text: str) -> list[tuple[int, int]]:
+    """``(open, close)`` positions of double-quoted phrases; close is ``len(text)`` if open."""
+    spans: list[tuple[int, int]] = []
+    i, n = 0, len(text)
+    while i < n:
+        closers = _DOUBLE_PAIRS.get(text[i])
+        if closers is None:
+            i += 1
+            continue
+        j = i + 1
+        while j < n and text[j] not in closers:
+            j += 1
+        spans.append((i, j))
+        i = j + 1
+    return spans
+
+
+def _single_quote_spans(text: str, blocked: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    def inside(pos: int) -> bool:
+        return any(a <= pos <= b for a, b in blocked)
+
+    spans: list[tuple[int, int]] = []
+    n = len(text)
+    i = 0
+    while i < n:
+        ch = text[i]
+        if ch not in "‘'" or inside(i):
+            i += 1
+            continue
+        at_word_start = (i == 0 or text[i - 1] in _OPENING_CONTEXT) and i + 1 < n
+        if not at_word_start or text[i + 1].isspace():
+            i += 1
+            continue
+        closer = "’" if ch == "‘" else "'"
+        j = i + 1
+        found = -1
+        while j < n:
+            if text[j] == closer and not text[j - 1].isspace():
+                after = text[j + 1] if j + 1 < n else ""
+                if not after.isalnum():
+                    found = j
+                    break
+            j += 1
+        if found == -1:
+            i += 1
+            continue
+        inner = text[i + 1 : found]
+        if ch == "'" and len(inner.split()) < 2:
+            i += 1
+            continue
+        spans.append((i, found))
+        i = found + 1
+    return spans
+
+
+def extract_quotes(text: str) -> list[Quote]:
+    """Quoted phrases of ``text`` (citation markers already removed), in order."""
+    doubles = double_quote_spans(text)
+    spans = doubles + _single_quote_spans(text, doubles)
+    quotes: list[Quote] = []
+    for start, close in sorted(spans):
+        inner = text[start + 1 : close]
+        if inner.strip():
+            quotes.append(Quote(inner.strip(), start + 1, close))
+    return quotes

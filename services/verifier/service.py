@@ -1,0 +1,303 @@
+"""Verification and the outcome of a run: pure code, no I/O, no model.
+
+:func:`verify` checks a draft sentence by sentence against the run's stored evidence;
+:func:`decide` turns a :class:`VerificationRequested` and that evidence into the one
+:class:`RunResult` of the run.
+
+A sentence (after this service's own split) is kept only when
+
+1. it has words (else ``empty_sentence``);
+2. its structured citations are well-formed (else ``malformed``);
+3. it cites at least one message (else ``no_citation``);
+4. every message it cites is in the run's evidence (else ``unknown_citation``);
+5. every quoted phrase occurs, after normalisation and as whole words, in at least one
+   of the messages it cites (else ``quote_not_found``).
+
+Each citation of a kept sentence carries an excerpt cut from the stored source: the
+matched quote with its offsets when that message holds one of the sentence's quotes,
+else the passage of that message sharing the most words with the sentence.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import time
+from collections.abc import Mapping
+from datetime import timezone
+
+from shared.messages import (
+    Answer,
+    AnswerSentence,
+    Citation,
+    Contract,
+    Draft,
+    EvidenceMessage,
+    EvidenceSummary,
+    RemovalReason,
+    RemovedSentence,
+    RunResult,
+    ToolCall,
+    Trace,
+    VerificationRequested,
+)
+from services.verifier.citations import parse_structured, strip_markers
+from services.verifier.normalize import normalize
+from services.verifier.quotes import extract_quotes
+from services.verifier.sources import Sources
+from services.verifier.splitter import split_sentences
+
+log = logging.getLogger("pmsearch.verifier")
+
+_WORD = re.compile(r"\w+")
+_STOPWORDS = frozenset(
+    """a an and are as at be been but by did do does for from had has have he her his i if
+    in into is it its me my no not of on or our she so than that the their them then there
+    they this to was we were what when which who will with would you your""".split()
+)
+SNIPPET_CHARS = 200
+
+
+class Verdict(Contract):
+    """What verification made of a draft: the kept sentences and the removed ones."""
+
+    kept: list[AnswerSentence] = []
+    removed: list[RemovedSentence] = []
+
+    def answer(self) -> Answer | None:
+        if not self.kept:
+            return None
+        return Answer(text=" ".join(s.text for s in self.kept), sentences=self.kept)
+
+
+def _units(draft: Draft) -> list[tuple[str, list[str], list[str], bool]]:
+    """(text, inherited IDs, malformed citation entries, structured?) per draft unit.
+
+    Structured sentences win over free text when both are given: they are the more
+    explicit statement of what the model meant to cite.
+    """
+    if draft.sentences:
+        units = []
+        for item in draft.sentences:
+            ids, malformed = parse_structured(item.citations)
+            units.append((item.text, ids, malformed, True))
+        return units
+    return [(draft.text or "", [], [], False)]
+
+
+def _content_words(text: str) -> frozenset[str]:
+    return frozenset(
+        w for w in _WORD.findall(normalize(text)) if w not in _STOPWORDS and (len(w) > 1 or w.isdigit())
+    )
+
+
+def _check(
+    raw: str, inherited: list[str], malformed: list[str], sources: Sources
+) -> AnswerSentence | RemovedSentence:
+    clean, inline = strip_markers(raw)
+
+    def removed(reason: RemovalReason, offending: str | None = None) -> RemovedSentence:
+        return RemovedSentence(text=raw, reason=reason, offending=offending)
+
+    if not any(ch.isalnum() for ch in clean):
+        return removed("empty_sentence")
+    if malformed:
+        return removed("malformed", malformed[0])
+    cited = list(inherited)
+    for message_id in inline:
+        if message_id not in cited:
+            cited.append(message_id)
+    if not cited:
+        return removed("no_citation")
+    for message_id in cited:
+        if message_id not in sources:
+            return removed("unknown_citation", message_id)
+
+    # Every quote must be found in at least one cited message; each citation gets the
+    # first of the sentence's quotes that its own message holds.
+    quote_excerpts: dict[str, Citation] = {}
+    for quote in extract_quotes(clean):
+        fragments = quote.fragments()
+        if not fragments:
+            continue  # punctuation or an ellipsis alone: nothing to check
+        found = False
+        for message_id in cited:
+            excerpt = sources[message_id].find_quote(fragments)
+            if excerpt is not None:
+                found = True
+                quote_excerpts.setdefault(message_id, Citation(message_id=message_id, excerpt=excerpt))
+        if not found:
+            return removed("quote_not_found", quote.text)
+
+    words: frozenset[str] | None = None
+    citations: list[Citation] = []
+    for message_id in cited:
+        citation = quote_excerpts.get(message_id)
+        if citation is None:
+            if words is None:
+                words = _content_words(clean)
+            excerpt = sources[message_id].best_passage(words)
+            citation = Citation(message_id=message_id, excerpt=excerpt)
+        citations.append(citation)
+    return AnswerSentence(text=clean, citations=citations)
+
+
+def verify(draft: Draft, evidence: Mapping[str, EvidenceMessage]) -> Verdict:
+    """Split ``draft`` and keep only the sentences that pass every rule (module docstring).
+
+    ``evidence`` is the run's evidence as the searcher stored it, keyed by message ID.
+    """
+    sources = Sources(evidence)
+    verdict = Verdict()
+    for text, inherited, malformed, structured in _units(draft):
+        sentences = split_sentences(text)
+        if not sentences and structured:
+            verdict.removed.append(RemovedSentence(text=text, reason="empty_sentence"))
+        for sentence in sentences:
+            outcome = _check(sentence.text, inherited, malformed, sources)
+            if isinstance(outcome, AnswerSentence):
+                verdict.kept.append(outcome)
+            else:
+                verdict.removed.append(outcome)
+    return verdict
+
+
+# ------------------------------------------------------------------------- outcomes
+
+
+def run_evidence(
+    request: VerificationRequested, evidence: Mapping[str, EvidenceMessage]
+) -> dict[str, EvidenceMessage]:
+    """The evidence this run may cite: entries stored under their own ID, of its tenant.
+
+    The searcher writes the hash per run, so this should drop nothing; it is a second
+    line against a corrupted or foreign entry ever being cited.
+    """
+    return {
+        key: msg
+        for key, msg in evidence.items()
+        if key == msg.message_id and msg.tenant_id == request.tenant_id
+    }
+
+
+def _when(msg: EvidenceMessage) -> float:
+    if msg.date is None:
+        return float("-inf")
+    date = msg.date if msg.date.tzinfo else msg.date.replace(tzinfo=timezone.utc)
+    return date.timestamp()
+
+
+def summaries(
+    evidence: Mapping[str, EvidenceMessage], cited_first: list[str]
+) -> list[EvidenceSummary]:
+    """Evidence summaries: cited messages in citation order, then the rest newest first."""
+    rest = sorted(
+        (m for k, m in evidence.items() if k not in cited_first),
+        key=lambda m: (-_when(m), m.message_id),
+    )
+    ordered = [evidence[k] for k in cited_first if k in evidence] + rest
+    return [
+        EvidenceSummary(
+            message_id=m.message_id,
+            thread_id=m.thread_id,
+            sender=m.sender,
+            date=m.date,
+            subject=m.subject,
+            snippet=m.snippet or " ".join(m.body.split())[:SNIPPET_CHARS],
+        )
+        for m in ordered
+    ]
+
+
+def _searched(trace: Trace) -> list[ToolCall]:
+    """What was searched: the trace's own list, else every tool call of its steps."""
+    if trace.searched:
+        return list(trace.searched)
+    calls: list[ToolCall] = []
+    seen: set[str] = set()
+    for step in trace.steps:
+        for outcome in step.tool_calls:
+            if outcome.call_id in seen:
+                continue
+            seen.add(outcome.call_id)
+            calls.append(
+                ToolCall(call_id=outcome.call_id, tool=outcome.tool, arguments=outcome.arguments)
+            )
+    return calls
+
+
+def _safe_verify(draft: Draft, evidence: Mapping[str, EvidenceMessage]) -> Verdict:
+    """verify(), but a bug in it ends the run without an answer instead of wedging it."""
+    try:
+        return verify(draft, evidence)
+    except Exception:  # noqa: BLE001 - the run must still finish, unanswered
+        log.exception("verification failed; treating the whole draft as malformed")
+        text = draft.text or " ".join(s.text for s in draft.sentences or [])
+        return Verdict(removed=[RemovedSentence(text=text, reason="malformed")])
+
+
+def decide_with_verdict(
+    request: VerificationRequested,
+    evidence: Mapping[str, EvidenceMessage],
+    *,
+    now: float | None = None,
+) -> tuple[RunResult, Verdict]:
+    """The run's result and, for an ``answer`` ending, the verdict behind it."""
+    evidence = run_evidence(request, evidence)
+    trace = request.trace.model_copy(deep=True)
+    trace.searched = _searched(trace)
+    verdict = Verdict()
+    answer: Answer | None = None
+    hits = []
+    reason = request.reason
+
+    if request.ending == "answer":
+        if request.draft is not None:
+            verdict = _safe_verify(request.draft, evidence)
+        answer = verdict.answer()
+        trace.removed_sentences.extend(verdict.removed)
+        if answer is not None:
+            outcome = "answered"
+        else:
+            outcome = "insufficient_evidence"
+            reason = reason or (
+                "every sentence of the draft failed verification"
+                if verdict.removed
+                else "the draft had no sentences"
+            )
+    else:
+        # The other endings never carry an answer, whatever the message holds.
+        outcome = request.ending
+        if outcome == "degraded":
+            hits = list(request.hits)
+
+    cited: list[str] = []
+    for sentence in answer.sentences if answer else []:
+        for citation in sentence.citations:
+            if citation.message_id not in cited:
+                cited.append(citation.message_id)
+
+    result = RunResult(
+        run_id=request.run_id,
+        tenant_id=request.tenant_id,
+        outcome=outcome,
+        question=request.question,
+        answer=answer,
+        evidence=summaries(evidence, cited),
+        hits=hits,
+        trace=trace,
+        usage=request.usage,
+        reason=reason,
+        finished_at=time.time() if now is None else now,
+    )
+    return result, verdict
+
+
+def decide(
+    request: VerificationRequested,
+    evidence: Mapping[str, EvidenceMessage],
+    *,
+    now: float | None = None,
+) -> RunResult:
+    """The one result of the run (see the outcome table in DESIGN.md)."""
+    return decide_with_verdict(request, evidence, now=now)[0]

@@ -1,0 +1,157 @@
+"""The run's stored evidence, prepared for matching: each part of each message normalised
+once (lazily, only when a sentence cites the message) and cut into word tokens.
+
+A message has searchable parts: its body (``part="body"``), each attachment's text
+(``"attachment:<name>"``) and its subject (``"subject"``), in that order of preference.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from shared.messages import EvidenceMessage, Excerpt
+from services.verifier.normalize import Normalized, find_phrase, normalize_with_map
+
+_WORD = re.compile(r"\w+")
+# Passages are about this many words; a sentence's matches are sought within WINDOW.
+PASSAGE_WORDS = 24
+WINDOW = 40
+
+
+@dataclass(slots=True)
+class Part:
+    name: str
+    original: str
+    _norm: Normalized | None = None
+    _tokens: list[str] | None = None
+    _spans: list[tuple[int, int]] | None = None
+
+    @property
+    def norm(self) -> Normalized:
+        if self._norm is None:
+            self._norm = normalize_with_map(self.original)
+        return self._norm
+
+    @property
+    def tokens(self) -> list[str]:
+        if self._tokens is None:
+            self._tokens = _WORD.findall(self.norm.text)
+        return self._tokens
+
+    def token_span(self, first: int, last: int) -> tuple[int, int]:
+        """Normalised ``[start, end)`` of tokens ``first..last`` inclusive."""
+        if self._spans is None:
+            self._spans = [m.span() for m in _WORD.finditer(self.norm.text)]
+        return self._spans[first][0], self._spans[last][1]
+
+    def excerpt(self, n_start: int, n_end: int, matched_quote: bool) -> Excerpt:
+        """The original text behind normalised ``[n_start, n_end)``, copied verbatim."""
+        start, end = self.norm.source_span(n_start, n_end)
+        return Excerpt(
+            text=self.original[start:end],
+            part=self.name,
+            start=start,
+            end=end,
+            matched_quote=matched_quote,
+        )
+
+    def find(self, fragments: list[str]) -> tuple[int, int] | None:
+        """Normalised span holding all ``fragments`` in order, whole words, or None."""
+        text = self.norm.text
+        pos = 0
+        first = -1
+        for fragment in fragments:
+            i = find_phrase(text, fragment, pos)
+            if i == -1:
+                return None
+            if first == -1:
+                first = i
+            pos = i + len(fragment)
+        return (first, pos) if first != -1 else None
+
+
+@dataclass(slots=True)
+class Source:
+    message: EvidenceMessage
+    parts: list[Part] = field(default_factory=list)
+
+    @classmethod
+    def of(cls, message: EvidenceMessage) -> Source:
+        parts = [Part("body", message.body)]
+        parts.extend(Part(f"attachment:{a.name}", a.text) for a in message.attachments)
+        parts.append(Part("subject", message.subject))
+        return cls(message, parts)
+
+    def find_quote(self, fragments: list[str]) -> Excerpt | None:
+        for part in self.parts:
+            span = part.find(fragments)
+            if span is not None:
+                return part.excerpt(span[0], span[1], matched_quote=True)
+        return None
+
+    def best_passage(self, words: frozenset[str]) -> Excerpt:
+        """The passage sharing the most distinct words with the sentence (earliest on ties).
+
+        With no word in common, the start of the first non-empty part.
+        """
+        best: tuple[int, Part, int, int] | None = None
+        for part in self.parts:
+            hits = [i for i, tok in enumerate(part.tokens) if tok in words] if words else []
+            if not hits:
+                continue
+            score, first, last = _densest(part.tokens, hits)
+            if best is None or score > best[0]:
+                best = (score, part, first, last)
+        if best is None:
+            for part in self.parts:
+                if part.tokens:
+                    return _passage(part, 0, 0)
+            return Excerpt(text="", part="body", start=0, end=0, matched_quote=False)
+        _, part, first, last = best
+        return _passage(part, first, last)
+
+
+def _densest(tokens: list[str], hits: list[int]) -> tuple[int, int, int]:
+    """Most distinct matched words within WINDOW tokens: (score, first hit, last hit)."""
+    counts: dict[str, int] = {}
+    best = (0, hits[0], hits[0])
+    left = 0
+    for right, pos in enumerate(hits):
+        counts[tokens[pos]] = counts.get(tokens[pos], 0) + 1
+        while pos - hits[left] >= WINDOW:
+            tok = tokens[hits[left]]
+            counts[tok] -= 1
+            if not counts[tok]:
+                del counts[tok]
+            left += 1
+        if len(counts) > best[0]:
+            best = (len(counts), hits[left], pos)
+    return best
+
+
+def _passage(part: Part, first: int, last: int) -> Excerpt:
+    count = len(part.tokens)
+    pad = max(3, (PASSAGE_WORDS - (last - first + 1)) // 2)
+    first = max(0, first - pad)
+    last = min(count - 1, last + pad)
+    n_start, n_end = part.token_span(first, last)
+    return part.excerpt(n_start, n_end, matched_quote=False)
+
+
+class Sources:
+    """Lazily prepared sources, keyed by message ID."""
+
+    def __init__(self, evidence: Mapping[str, EvidenceMessage]) -> None:
+        self._evidence = evidence
+        self._ready: dict[str, Source] = {}
+
+    def __contains__(self, message_id: str) -> bool:
+        return message_id in self._evidence
+
+    def __getitem__(self, message_id: str) -> Source:
+        source = self._ready.get(message_id)
+        if source is None:
+            source = self._ready[message_id] = Source.of(self._evidence[message_id])
+        return source

@@ -1,0 +1,80 @@
+"""The local embedder runs the packaged MiniLM offline; the OpenAI-compatible one speaks
+the /embeddings wire format."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import httpx
+import pytest
+
+from services.searcher.embedding import LocalEmbedder, OpenAIEmbedder, make_embedder
+from shared.settings import SearcherSettings
+
+
+@pytest.fixture(scope="module")
+def local() -> LocalEmbedder:
+    return LocalEmbedder()
+
+
+def _cos(a, b) -> float:
+    return sum(x * y for x, y in zip(a, b))
+
+
+def test_local_vectors_are_384_d_and_normalised(local):
+    vectors = local.embed(["quarterly budget review", "ramen lunch on friday", ""])
+    assert local.dim == 384
+    assert [len(v) for v in vectors] == [384, 384, 384]
+    for v in vectors:
+        assert math.sqrt(sum(x * x for x in v)) == pytest.approx(1.0, abs=1e-4)
+
+
+def test_local_similar_texts_are_closer_than_unrelated(local):
+    car, claim, lunch = local.embed(
+        [
+            "car accident compensation",
+            "the insurer approved the claim for the vehicle collision",
+            "shall we get ramen for lunch on friday",
+        ]
+    )
+    assert _cos(car, claim) > _cos(car, lunch) + 0.2
+
+
+def test_local_batches_match_single_calls(local):
+    texts = [f"message number {i} about the project plan" for i in range(9)]
+    batch = local.embed(texts)
+    assert local.embed([texts[5]])[0] == pytest.approx(batch[5], abs=1e-4)
+    assert local.embed([]) == []
+
+
+def test_local_refuses_unknown_model():
+    with pytest.raises(ValueError):
+        LocalEmbedder("no-such-model").embed(["x"])
+
+
+def test_openai_embedder_posts_batches_and_normalises():
+    calls = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        body = json.loads(request.content)
+        calls.append((request.url.path, request.headers.get("authorization"), body))
+        data = [{"index": i, "embedding": [3.0, 4.0]} for i, _ in enumerate(body["input"])]
+        return httpx.Response(200, json={"data": list(reversed(data))})
+
+    emb = OpenAIEmbedder("http://embed.test/v1/", "m1", "k1", batch_size=2, transport=httpx.MockTransport(handler))
+    vectors = emb.embed(["a", "b", "c"])
+    assert vectors == [[0.6, 0.8]] * 3
+    assert [c[2]["input"] for c in calls] == [["a", "b"], ["c"]]
+    assert calls[0][0] == "/v1/embeddings" and calls[0][1] == "Bearer k1" and calls[0][2]["model"] == "m1"
+    assert emb.dim == 2
+
+
+def test_make_embedder_follows_settings():
+    assert isinstance(make_embedder(SearcherSettings()), LocalEmbedder)
+    remote = make_embedder(
+        SearcherSettings(embedding_backend="openai", embedding_base_url="http://embed.test/v1", embedding_model="e5")
+    )
+    assert isinstance(remote, OpenAIEmbedder) and remote.model == "e5"
+    with pytest.raises(ValueError):
+        make_embedder(SearcherSettings(embedding_backend="openai"))
