@@ -190,6 +190,27 @@ def search(
 
 
 @app.command()
+def ask(
+    question: str,
+    key: Optional[str] = typer.Option(None, help="API key (default PM_API_KEY)"),
+    url: Optional[str] = typer.Option(None),
+) -> None:
+    """Ask a question of the mail; steps, evidence and the verified answer stream live."""
+    from cli.ask import ask as run_ask
+
+    settings = cli_settings()
+    api_key = key or (settings.api_key.get_secret_value() if settings.api_key else None)
+    if not api_key:
+        fail("no API key: pass --key or set PM_API_KEY")
+    try:
+        result = run_ask(out, url or settings.gateway_url, api_key, question)
+    except (RuntimeError, httpx.HTTPError) as exc:
+        fail(str(exc))
+    if result is None:
+        fail("the run's event stream ended before it finished")
+
+
+@app.command()
 def up(
     no_demo: bool = typer.Option(False, "--no-demo", help="Do not load the demo mailbox"),
 ) -> None:
@@ -198,7 +219,14 @@ def up(
     from cli.stack import Stack
 
     settings = cli_settings()
-    stack = Stack(settings.var_dir, redis_port=settings.redis_port, gateway_port=settings.gateway_port)
+    model_env = settings.model_env()
+    stack = Stack(
+        settings.var_dir,
+        redis_port=settings.redis_port,
+        gateway_port=settings.gateway_port,
+        local_model=not model_env.get("PM_MODEL_BASE_URL"),
+        extra_env=model_env,
+    )
     try:
         out.print(f"starting pmsearch in {settings.var_dir}/ (logs in {settings.var_dir}/log/)")
         stack.start()

@@ -64,7 +64,8 @@ class Stack:
     var_dir: Path
     redis_port: int = 0
     gateway_port: int = 0
-    services: tuple[str, ...] = ("searcher", "verifier")
+    services: tuple[str, ...] = ("searcher", "verifier", "planner", "answerer")
+    local_model: bool = False  # start llama.cpp's server with the embedded default model
     extra_env: dict[str, str] = field(default_factory=dict)
     log_dir: Path | None = None
     procs: dict[str, subprocess.Popen] = field(default_factory=dict)
@@ -141,7 +142,21 @@ class Stack:
         self._spawn("gateway", [sys.executable, "-m", "services.gateway.app"], self.env_for("gateway"))
         self._wait(lambda: httpx.get(f"{self.gateway_url}/healthz", timeout=2).raise_for_status(), "gateway", 60)
 
+    def start_local_model(self) -> None:
+        from shared.llm.local_server import DEFAULT_MODEL, MODEL_ALIAS, start_local_model
+
+        port = free_port()
+        log = open(self.log_dir / "model.log", "ab")
+        self.procs["model"] = start_local_model(port, ROOT / DEFAULT_MODEL, log=log, ready_timeout=300)
+        self.extra_env.update(
+            PM_MODEL_BASE_URL=f"http://127.0.0.1:{port}/v1",
+            PM_MODEL_OUTPUT="json_object_schema",
+            PM_AGENT_MODEL=MODEL_ALIAS,
+        )
+
     def start(self) -> "Stack":
+        if self.local_model:
+            self.start_local_model()
         self.start_redis()
         for name in self.services:
             self.start_worker(name)

@@ -27,3 +27,6 @@ if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
   .venv/bin/python -m pip install -q -e ".[test]"
   touch "$stamp"
 fi
+
+# The embedded default model and llama.cpp's server (slow the first time only).
+bash scripts/install_model.sh

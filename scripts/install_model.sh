@@ -38,15 +38,18 @@ PY="$VENV/bin/python"
 
 file_size() { stat -c %s "$1" 2>/dev/null || echo 0; }
 
+marker_line() { echo "$MODEL_SHA256 $(stat -c %Y "$MODEL_FILE")"; }
+
 model_ok() {
     [ -f "$MODEL_FILE" ] && [ "$(file_size "$MODEL_FILE")" = "$MODEL_SIZE" ] || return 1
-    # The sha256 of 1 GiB costs seconds: check it once and remember the result.
-    if [ -f "$MODEL_MARKER" ] && [ "$(cat "$MODEL_MARKER")" = "$MODEL_SHA256" ]; then
+    # The sha256 of 1 GiB costs seconds: check it once and remember the result, tied
+    # to the file's mtime so a replaced file is checked again.
+    if [ -f "$MODEL_MARKER" ] && [ "$(cat "$MODEL_MARKER")" = "$(marker_line)" ]; then
         return 0
     fi
     log "verifying sha256 of existing model file"
     if [ "$(sha256sum "$MODEL_FILE" | cut -d' ' -f1)" = "$MODEL_SHA256" ]; then
-        echo "$MODEL_SHA256" >"$MODEL_MARKER"
+        marker_line >"$MODEL_MARKER"
         return 0
     fi
     return 1
@@ -87,7 +90,7 @@ assemble_model() {
         rm -f "$tmp"; exit 1
     fi
     mv -f "$tmp" "$MODEL_FILE"
-    echo "$MODEL_SHA256" >"$MODEL_MARKER"
+    marker_line >"$MODEL_MARKER"
     # The parts are a second copy of 1 GiB: drop them once the model is verified.
     rm -rf "$PARTS_DIR"
     log "model ready: $MODEL_FILE"

@@ -125,6 +125,21 @@ class CliSettings(BaseSettings):
     redis_port: int = 6390
     gateway_port: int = 8080
     demo_dir: Path = Path("data/demo")
+    # An external OpenAI-compatible model replaces the embedded one when set.
+    model_base_url: str | None = None
+    model_api_key: SecretStr | None = None
+    agent_model: str | None = None
+    model_output: str | None = None
+
+    def model_env(self) -> dict[str, str]:
+        """The model settings to hand to the planner and answerer processes."""
+        values = {
+            "PM_MODEL_BASE_URL": self.model_base_url,
+            "PM_MODEL_API_KEY": self.model_api_key.get_secret_value() if self.model_api_key else None,
+            "PM_AGENT_MODEL": self.agent_model,
+            "PM_MODEL_OUTPUT": self.model_output,
+        }
+        return {k: v for k, v in values.items() if v}
 
 
 def cli_settings() -> CliSettings:

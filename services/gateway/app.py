@@ -6,6 +6,7 @@ Run with ``python -m services.gateway.app``.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from contextlib import asynccontextmanager
@@ -15,11 +16,12 @@ import uvicorn
 from fastapi import Depends, FastAPI, Header, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
+from sse_starlette.sse import EventSourceResponse
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from services.gateway import metrics
-from services.gateway.errors import InvalidRequest, NotAvailable
+from services.gateway.errors import InvalidRequest
 from services.gateway.schemas import (
     ApiKeyRecord,
     IngestBatch,
@@ -31,6 +33,7 @@ from services.gateway.schemas import (
     TenantSettings,
     TenantSettingsPatch,
 )
+from services.gateway.runs import RunService, watchdog
 from services.gateway.service import GatewayService
 from shared.bus import connect
 from shared.errors import PmError
@@ -51,8 +54,14 @@ def create_app(settings: GatewaySettings | None = None) -> FastAPI:
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         redis = connect(settings)
-        app.state.service = GatewayService(redis, settings)
+        gw = GatewayService(redis, settings)
+        app.state.service = gw
+        app.state.runs = RunService(gw)
+        stop = asyncio.Event()
+        dog = asyncio.create_task(watchdog(gw, stop))
         yield
+        stop.set()
+        await dog
         await redis.aclose()
 
     app = FastAPI(
@@ -110,6 +119,13 @@ def service(request: Request) -> GatewayService:
 Service = Annotated[GatewayService, Depends(service)]
 
 
+def runs(request: Request) -> RunService:
+    return request.app.state.runs
+
+
+Runs = Annotated[RunService, Depends(runs)]
+
+
 def _bearer(authorization: str | None, x_api_key: str | None) -> str | None:
     if authorization and authorization.lower().startswith("bearer "):
         return authorization[7:].strip()
@@ -145,12 +161,35 @@ def _routes(app: FastAPI) -> None:
     async def prometheus() -> Response:
         return Response(generate_latest(), media_type=CONTENT_TYPE_LATEST)
 
-    @app.post("/v1/search", response_model=SearchResponse, tags=["search"])
-    async def search(body: SearchRequest, record: Caller, svc: Service) -> SearchResponse:
-        """Keyword, semantic or hybrid search inside the caller's scope."""
-        svc.require(record, "search")
+    @app.post(
+        "/v1/search",
+        tags=["search"],
+        responses={200: {"description": "Hits (keyword, semantic, hybrid), a finished run (agentic), or an SSE stream"}},
+    )
+    async def search(
+        body: SearchRequest,
+        record: Caller,
+        svc: Service,
+        run_svc: Runs,
+        accept: Annotated[str | None, Header()] = None,
+    ):
+        """Keyword, semantic or hybrid search inside the caller's scope; or an agentic
+        run that answers with verified citations. For ``agentic``, send
+        ``Accept: text/event-stream`` to stream ``step``, ``evidence``, ``answer`` and
+        ``done`` events; otherwise the call waits and returns the finished run.
+
+        Known limit: verification checks that every sentence cites retrieved messages
+        and that every quoted phrase occurs in a cited source. A paraphrase without a
+        quote can still be wrong while citing a relevant message: read the evidence
+        for decisions that matter."""
         if body.mode == "agentic":
-            raise NotAvailable("mode 'agentic' is not available yet")
+            meta = await run_svc.start(record, body)
+            headers = {"X-Run-Id": meta.run_id, "Location": f"/v1/runs/{meta.run_id}"}
+            if accept and "text/event-stream" in accept:
+                return EventSourceResponse(run_svc.events(meta, None), headers=headers, ping=5)
+            result = await run_svc.wait(meta)
+            return JSONResponse(result.model_dump(mode="json"), headers=headers)
+        svc.require(record, "search")
         try:
             result = await svc.search(record, body)
         except PmError as exc:
@@ -158,6 +197,26 @@ def _routes(app: FastAPI) -> None:
             raise
         metrics.SEARCHES.labels(body.mode, "ok").inc()
         return result
+
+    @app.get("/v1/runs/{run_id}", tags=["search"])
+    async def get_run(run_id: str, record: Caller, run_svc: Runs):
+        """A run's result when finished (200), else its status (202)."""
+        meta = await run_svc.meta(record, run_id)
+        result = await run_svc.result(run_id)
+        if result is None:
+            return JSONResponse({"run_id": run_id, "status": "running", "deadline": meta.deadline}, status_code=202)
+        return JSONResponse(result.model_dump(mode="json"))
+
+    @app.get("/v1/runs/{run_id}/events", tags=["search"])
+    async def run_events(
+        run_id: str,
+        record: Caller,
+        run_svc: Runs,
+        last_event_id: Annotated[str | None, Header()] = None,
+    ):
+        """The run's events as SSE, from the start or after ``Last-Event-ID``."""
+        meta = await run_svc.meta(record, run_id)
+        return EventSourceResponse(run_svc.events(meta, last_event_id), ping=5)
 
     @app.post("/v1/admin/keys", response_model=KeyCreated, status_code=201, tags=["admin"], dependencies=[Admin])
     async def create_key(body: KeyCreate, svc: Service) -> KeyCreated:

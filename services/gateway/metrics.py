@@ -10,3 +10,5 @@ SEARCHES = Counter("pm_gateway_searches_total", "Searches by mode and result.", 
 CAP_REFUSED = Counter("pm_cap_refused_total", "Agentic runs refused because the tenant cap was spent.")
 CAP_TAKEN = Counter("pm_cap_taken_total", "Units of tenant daily caps taken.")
 CAP_USE_RATIO = Gauge("pm_cap_use_ratio", "Share of the daily cap used by the last admitted run's tenant.")
+RUNS_STARTED = Counter("pm_runs_started_total", "Agentic runs admitted.")
+WATCHDOG_ENDINGS = Counter("pm_watchdog_endings_total", "Runs the deadline watchdog asked the verifier to end.")

@@ -5,17 +5,19 @@ writer that won publishes ``RunFinished`` and the run's ``answer``/``done`` prog
 events. Two drafts for one run (the answerer's and the deadline watchdog's) race here
 and one loses quietly.
 
-Delivery is at-least-once, so a worker can die between winning the ``SET`` and
-publishing. To finish that job on redelivery, the winner also records an *owner token*
-(the stream entry ID of the draft that won) beside the result, in the same
-``MULTI``: both keys carry the run's hash tag, so they share a cluster slot. A
-redelivered owner finds its own token, re-reads the stored result and publishes it; any
-other draft finds a foreign token and stops. After publishing, the token is marked
-done. The remaining window (killed after ``XADD`` to pm:results but before the mark)
-can repeat ``RunFinished`` for the same run; readers must treat it as idempotent by
-``run_id``. A lost ``RunFinished`` would be worse.
+Delivery is at-least-once, so a worker can die between claiming a run and
+publishing. The claim is an *owner token* (the stream entry ID of the draft), written
+``SET NX`` before the result: the draft that owns the run then stores the result
+(``SET final NX``, which nobody else attempts) and publishes. A redelivered owner finds
+its own token, stores the result if it is still missing (else re-reads it) and
+publishes; any other draft finds a foreign token and stops. After publishing, the token
+is marked done. No ``MULTI`` is needed (the verifier's Redis user has no transaction
+commands), and the owner key ends in ``:final`` so the shipped ACL pattern
+``pm:run:*:final`` covers it. The remaining window (killed after ``XADD`` to pm:results
+but before the mark) can repeat ``RunFinished`` for a run; readers treat it as
+idempotent by ``run_id``. A lost ``RunFinished`` would be worse.
 
-Keys written: ``final_key(run)``, ``run_key(run, "final_owner")``, ``progress_key(run)``,
+Keys written: ``final_key(run)``, ``owner_key(run)``, ``progress_key(run)``,
 ``pm:results``. Read: ``evidence_key(run)``.
 """
 
@@ -39,7 +41,7 @@ _DONE_SUFFIX = b"|published"
 
 
 def owner_key(run_id: str) -> str:
-    return run_key(run_id, "final_owner")
+    return run_key(run_id, "owner:final")
 
 
 def _text(value: Any) -> str:
@@ -80,24 +82,23 @@ class Repository:
         redeliveries of that message, different for any other draft.
         """
         run_id = result.run_id
+        mine = token.encode()
         try:
-            async with self.redis.pipeline(transaction=True) as pipe:
-                pipe.set(final_key(run_id), result.model_dump_json(), nx=True, ex=RUN_TTL_SECONDS)
-                pipe.set(owner_key(run_id), token, nx=True, ex=RUN_TTL_SECONDS)
-                won, _ = await pipe.execute()
-            if not won:
-                owner = await self.redis.get(owner_key(run_id))
-                if owner is None or owner != token.encode():
-                    return False  # another draft finished the run, or it is published
-                stored = await self.stored_result(run_id)
-                if stored is None:
+            claimed = await self.redis.set(owner_key(run_id), mine, nx=True, ex=RUN_TTL_SECONDS)
+            if not claimed and _text(await self.redis.get(owner_key(run_id))) != token:
+                return False  # another draft owns the run, or this one already published
+            stored = await self.redis.set(
+                final_key(run_id), result.model_dump_json(), nx=True, ex=RUN_TTL_SECONDS
+            )
+            if not stored:
+                # Our own earlier delivery stored it and died: publish what it stored.
+                earlier = await self.stored_result(run_id)
+                if earlier is None:
                     return False
                 log.info("run %s: finishing the publication of a result stored earlier", run_id)
-                result = stored
+                result = earlier
             await self._publish(result)
-            await self.redis.set(
-                owner_key(run_id), token.encode() + _DONE_SUFFIX, xx=True, keepttl=True
-            )
+            await self.redis.set(owner_key(run_id), mine + _DONE_SUFFIX, xx=True, keepttl=True)
         except RedisError as exc:
             raise StoreError(f"cannot write the result of run {run_id}: {exc}") from exc
         return True

@@ -51,7 +51,8 @@ async def test_json_schema_dialect_body():
     async with ModelClient(settings(), transport=transport) as client:
         result = await call(client, max_tokens=64)
     assert result.value == Pick(tool="search", limit=3)
-    assert (result.attempts, result.usage.prompt_tokens, result.usage.completion_tokens) == (1, 7, 3)
+    usage = result.usage
+    assert (result.attempts, usage.prompt_tokens, usage.completion_tokens) == (1, 7, 3)
     request = seen[0]
     assert request.url == "http://model.test/v1/chat/completions"
     assert request.headers["authorization"] == "Bearer test-key"
@@ -172,7 +173,8 @@ async def test_breaker_half_opens_and_a_success_closes_it(scripted_model: Script
     now = [0.0]
     breaker = CircuitBreaker(failures=1, reset_seconds=30, clock=lambda: now[0])
     scripted_model.set_script(queue(Reply(status=503), Reply(content=GOOD)))
-    async with ModelClient(settings(scripted_model.base_url, model_retries=0), breaker=breaker) as c:
+    config = settings(scripted_model.base_url, model_retries=0)
+    async with ModelClient(config, breaker=breaker) as c:
         with pytest.raises(ModelUnavailable):
             await call(c)
         with pytest.raises(ModelUnavailable, match="circuit is open"):
