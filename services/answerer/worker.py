@@ -13,7 +13,7 @@ from shared.bus import connect
 from shared.llm import ModelClient
 from shared.messages import AnswerRequested
 from shared.settings import answerer_settings
-from shared.telemetry import serve_metrics, setup_logging
+from shared.telemetry import report_streams, serve_metrics, setup_logging
 from shared.worker import make_broker, subscribe
 
 log = logging.getLogger("pmsearch.answerer")
@@ -37,6 +37,7 @@ async def _startup() -> None:
     setup_logging(settings.log_level)
     if settings.metrics_port:
         serve_metrics(settings.metrics_port)
+        asyncio.get_running_loop().create_task(report_streams(redis, [streams.ANSWERS], streams.GROUP))
     log.info("answerer ready")
 
 

@@ -12,3 +12,7 @@ CAP_TAKEN = Counter("pm_cap_taken_total", "Units of tenant daily caps taken.")
 CAP_USE_RATIO = Gauge("pm_cap_use_ratio", "Share of the daily cap used by the last admitted run's tenant.")
 RUNS_STARTED = Counter("pm_runs_started_total", "Agentic runs admitted.")
 WATCHDOG_ENDINGS = Counter("pm_watchdog_endings_total", "Runs the deadline watchdog asked the verifier to end.")
+RUN_SECONDS = Histogram("pm_run_seconds", "Agentic run time seen by the caller, by outcome.", ["outcome"], buckets=BUCKETS)
+FIRST_EVIDENCE_SECONDS = Histogram(
+    "pm_first_evidence_seconds", "Time from admission to a run's first evidence event.", buckets=BUCKETS
+)

@@ -89,19 +89,25 @@ class RunService:
         """The finished run; the watchdog guarantees one shortly after the deadline."""
         give_up = meta.deadline + self.settings.deadline_grace_seconds + 10
         last = "0-0"
+        seen_evidence = False
         while time.time() < give_up:
             result = await self.result(meta.run_id)
             if result is not None:
+                metrics.RUN_SECONDS.labels(result.outcome).observe(time.time() - meta.created_at)
                 return result
             entries = await self.redis.xread({streams.progress_key(meta.run_id): last}, block=250, count=100)
             for _, items in entries or []:
                 last = items[-1][0]
+                if not seen_evidence and any(decode(f, ProgressEvent).event == "evidence" for _, f in items):
+                    seen_evidence = True
+                    metrics.FIRST_EVIDENCE_SECONDS.observe(time.time() - meta.created_at)
         raise UpstreamTimeout(f"run {meta.run_id} did not finish; ask GET /v1/runs/{meta.run_id} later")
 
     async def events(self, meta: RunMeta, last_event_id: str | None) -> AsyncIterator[dict[str, Any]]:
         """SSE events from the run's progress stream, from after ``last_event_id``."""
         last = last_event_id or "0-0"
         give_up = meta.deadline + self.settings.deadline_grace_seconds + 10
+        seen_evidence = last_event_id is not None
         while time.time() < give_up:
             entries = await self.redis.xread({streams.progress_key(meta.run_id): last}, block=500, count=100)
             for _, items in entries or []:
@@ -109,9 +115,14 @@ class RunService:
                     last = entry_id.decode() if isinstance(entry_id, bytes) else entry_id
                     event = decode(fields, ProgressEvent)
                     payload: dict[str, Any] = dict(event.payload)
+                    if event.event == "evidence" and not seen_evidence:
+                        seen_evidence = True
+                        metrics.FIRST_EVIDENCE_SECONDS.observe(time.time() - meta.created_at)
                     if event.event == "done":
                         result = await self.result(meta.run_id)
                         payload = result.model_dump(mode="json") if result else payload
+                        if result and last_event_id is None:
+                            metrics.RUN_SECONDS.labels(result.outcome).observe(time.time() - meta.created_at)
                     yield {"event": event.event, "id": last, "data": json.dumps(payload, ensure_ascii=False)}
                     if event.event == "done":
                         return

@@ -14,7 +14,7 @@ from shared.bus import connect
 from shared.llm import ModelClient
 from shared.messages import RunRequested, ToolBatchCompleted
 from shared.settings import planner_settings
-from shared.telemetry import serve_metrics, setup_logging
+from shared.telemetry import report_streams, serve_metrics, setup_logging
 from shared.worker import make_broker, subscribe
 
 log = logging.getLogger("pmsearch.planner")
@@ -44,6 +44,7 @@ async def _startup() -> None:
     setup_logging(settings.log_level)
     if settings.metrics_port:
         serve_metrics(settings.metrics_port)
+        asyncio.get_running_loop().create_task(report_streams(redis, [streams.RUNS, streams.OBSERVATIONS], streams.GROUP))
     log.info("planner ready")
 
 

@@ -41,7 +41,7 @@ from shared.messages import (
 )
 from shared.scope import Scope, verify_scope
 from shared.settings import searcher_settings
-from shared.telemetry import serve_metrics, setup_logging
+from shared.telemetry import report_streams, serve_metrics, setup_logging
 from shared.worker import make_broker, subscribe
 
 log = logging.getLogger("pmsearch.searcher")
@@ -201,6 +201,7 @@ async def _startup() -> None:
     embedder.embed(["warm up"])  # load the model before the first request, not during it
     if settings.metrics_port:
         serve_metrics(settings.metrics_port)
+        asyncio.get_running_loop().create_task(report_streams(redis, [streams.QUERIES, streams.TOOLS, streams.INGEST], streams.GROUP))
     log.info("searcher ready")
 
 

@@ -3,10 +3,14 @@
 Run with ``python -m services.verifier.worker``. Replicas share the ``verifier``
 consumer group. Two subscriptions read the same group under one consumer name:
 
-* ``XREADGROUP`` for new drafts;
+* ``XREADGROUP`` for new drafts (consumer ``<host>-<pid>``);
 * ``XAUTOCLAIM`` for drafts pending longer than ``reclaim_idle_ms``: those of a replica
-  that died, and those this worker left unacknowledged after a failure (the retry).
-  FastStream's ``min_idle_time`` switches a subscriber to XAUTOCLAIM *only*, hence two.
+  that died, and those left unacknowledged after a failure (the retry); consumer
+  ``<host>-<pid>-reclaim``, as in :mod:`shared.worker`. FastStream's ``min_idle_time``
+  switches a subscriber to XAUTOCLAIM *only*, hence two.
+
+The verifier does not use :func:`shared.worker.subscribe` because its handler needs the
+stream entry ID (the run's owner token, see :mod:`services.verifier.repository`).
 
 A draft is acknowledged only after its result is written (or it lost the race to
 another draft of the same run). A draft that breaks its contract goes straight to the
@@ -23,23 +27,22 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
-import socket
 import time
 from typing import Literal
 
 import redis.asyncio as aioredis
 from faststream import AckPolicy, FastStream
-from faststream.redis import RedisBroker, StreamSub
+from faststream.redis import StreamSub
 from faststream.redis.annotations import Redis, RedisStreamMessage
 from faststream.redis.message import RedisStreamMessage as StreamMessage
-from prometheus_client import start_http_server
 from pydantic import ValidationError
 
-from shared.bus import DATA_FIELD, dead_letter_entry, redis_kwargs
+from shared.bus import DATA_FIELD, dead_letter_entry
 from shared.messages import VerificationRequested
 from shared.settings import VerifierSettings, verifier_settings
 from shared.streams import DRAFTS, GROUP
+from shared.telemetry import serve_metrics, setup_logging
+from shared.worker import MAX_DELIVERIES, RECLAIM_IDLE_MS, consumer_name, make_broker
 from services.verifier import metrics
 from services.verifier.errors import RequestContractError, VerifierError
 from services.verifier.repository import Repository
@@ -47,15 +50,9 @@ from services.verifier.service import decide_with_verdict
 
 log = logging.getLogger("pmsearch.verifier")
 
-MAX_DELIVERIES = 5
-RECLAIM_IDLE_MS = 15_000
 RECLAIM_POLL_MS = 1_000
 
 Handled = Literal["finished", "lost", "dead", "retry"]
-
-
-def consumer_name() -> str:
-    return f"{socket.gethostname()}-{os.getpid()}"
 
 
 def parse_request(body: bytes | str) -> VerificationRequested:
@@ -134,7 +131,7 @@ def build_app(
     settings = settings or verifier_settings()
     consumer = consumer or consumer_name()
     group = GROUP[DRAFTS]
-    broker = RedisBroker(settings.redis_url, **redis_kwargs(settings))
+    broker = make_broker(settings)
 
     @broker.subscriber(
         stream=StreamSub(DRAFTS, group=group, consumer=consumer),
@@ -147,7 +144,7 @@ def build_app(
         stream=StreamSub(
             DRAFTS,
             group=group,
-            consumer=consumer,
+            consumer=f"{consumer}-reclaim",
             min_idle_time=reclaim_idle_ms,
             polling_interval=reclaim_poll_ms,
         ),
@@ -161,9 +158,9 @@ def build_app(
 
 def main() -> None:
     settings = verifier_settings()
-    logging.basicConfig(level=settings.log_level)
+    setup_logging(settings.log_level)
     if settings.metrics_port:
-        start_http_server(settings.metrics_port)
+        serve_metrics(settings.metrics_port)
     asyncio.run(build_app(settings).run())
 
 

@@ -217,7 +217,7 @@ class ModelClient:
         except (TimeoutError, httpx.TimeoutException) as exc:
             self.breaker.record_failure()
             raise _Transient(f"model call timed out after {remaining:.2f}s", timeout=True) from exc
-        except httpx.TransportError as exc:
+        except httpx.RequestError as exc:
             self.breaker.record_failure()
             raise _Transient(f"model endpoint unreachable: {type(exc).__name__}") from exc
         except BaseException:

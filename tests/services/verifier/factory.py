@@ -1,0 +1,99 @@
+"""Evidence and requests for the verifier's tests."""
+
+from __future__ import annotations
+
+import time
+from datetime import datetime, timezone
+
+from shared.messages import (
+    Draft,
+    DraftSentence,
+    EvidenceAttachment,
+    EvidenceMessage,
+    VerificationRequested,
+)
+
+TENANT = "t-acme"
+OTHER_TENANT = "t-other"
+
+M1 = "m3f9a2c1b0d4e"  # the insurer accepts the claim
+M2 = "m0a1b2c3d4e5f"  # the customer sends photos (with an attachment)
+M3 = "m111111111111"  # typographic quotes, soft hyphen, no-break space, entities
+M4 = "m222222222222"  # Chinese
+FOREIGN = "m999999999999"  # another tenant's message, in another run's evidence
+NEVER = "mabcdefabcdef"  # never retrieved by anyone
+
+M1_BODY = (
+    "Dear Mr. Meier,\n\n"
+    "we have received the photos of your Golf and the claim is\n"
+    "accepted. The repair costs of €1,200.50 will be paid by 5 December 2025.\n\n"
+    "Kind regards,\nAnna Schmidt\nClaims department, Example Insurance Inc."
+)
+M2_BODY = (
+    "Hi Anna,\nattached are the photos of the damaged bumper. The delay so far is "
+    "unacceptable to me. Let me know if you need anything else.\nBest, Tom"
+)
+M2_ATTACHMENT = "Photo 1: front bumper, left side. Photo 2: headlight."
+M3_BODY = (
+    "The adjuster said: \u201cWe\u2019ll send the pay\u00adment today \u2014 as agreed.\u201d"
+    "\u00a0Thanks &amp; regards,\u00a0the\u200b team"
+)
+M4_BODY = "保险公司已经接受了索赔。照片已收到。"
+
+
+def message(
+    message_id: str,
+    body: str,
+    *,
+    tenant: str = TENANT,
+    subject: str = "Re: Golf claim",
+    attachments: dict[str, str] | None = None,
+    date: datetime | None = None,
+) -> EvidenceMessage:
+    return EvidenceMessage(
+        message_id=message_id,
+        tenant_id=tenant,
+        thread_id="th-golf",
+        mailbox="inbox@acme.example",
+        sender="anna@insurer.example",
+        date=date or datetime(2025, 11, 29, 10, 30, tzinfo=timezone.utc),
+        subject=subject,
+        body=body,
+        attachments=[EvidenceAttachment(name=k, text=v) for k, v in (attachments or {}).items()],
+    )
+
+
+def evidence() -> dict[str, EvidenceMessage]:
+    """This run's evidence (the foreign message is deliberately not in it)."""
+    msgs = [
+        message(M1, M1_BODY, subject="Your Golf claim 4711"),
+        message(M2, M2_BODY, subject="Photos", attachments={"photos.txt": M2_ATTACHMENT}),
+        message(M3, M3_BODY, subject="Payment"),
+        message(M4, M4_BODY, subject="索赔"),
+    ]
+    return {m.message_id: m for m in msgs}
+
+
+def foreign_message() -> EvidenceMessage:
+    return message(FOREIGN, "the claim is accepted", tenant=OTHER_TENANT)
+
+
+def request(
+    *,
+    run_id: str = "run-1",
+    ending: str = "answer",
+    text: str | None = None,
+    sentences: list[DraftSentence] | None = None,
+    **extra,
+) -> VerificationRequested:
+    draft = Draft(text=text, sentences=sentences) if (text is not None or sentences is not None) else None
+    return VerificationRequested(
+        run_id=run_id,
+        tenant_id=TENANT,
+        scope_token="scope",
+        deadline=time.time() + 60,
+        question="Did the insurer accept the Golf claim?",
+        ending=ending,
+        draft=draft,
+        **extra,
+    )
