@@ -1,2 +1,3 @@
-from tests.fixtures.stack import acl_redis, demo_stack  # noqa: F401
+from tests.fixtures.scripted_model import scripted_model  # noqa: F401
+from tests.fixtures.stack import acl_redis, api, demo_stack, stack_model  # noqa: F401
 from tests.fixtures.redis_server import redis_url  # noqa: F401,E402

@@ -7,8 +7,10 @@ from typing import Any
 from shared.fencing import Fence
 from shared.messages import EvidenceMessage
 
-MESSAGE_CHARS = 1400
-EVIDENCE_BUDGET = 8000
+MESSAGE_CHARS = 1000
+# The embedded model reads about 70 prompt tokens a second on two cores: the evidence
+# shown is the run's main cost. Quotes are still checked against the whole source.
+EVIDENCE_BUDGET = 4200
 
 RULES = """You answer a question about a person's mail using only the evidence messages given.
 Reply with one JSON object: {"sentences": [{"text": "...", "citations": ["<message_id>"]}]}.
@@ -33,6 +35,9 @@ def answer_messages(question: str, evidence: list[EvidenceMessage], fence: Fence
         blocks.append(block)
         used += len(block)
     return [
-        {"role": "system", "content": f"{RULES}\n\n{fence.system_rules()}"},
-        {"role": "user", "content": f"Question: {question}\n\nEvidence:\n" + "\n".join(blocks)},
+        {"role": "system", "content": RULES},
+        {
+            "role": "user",
+            "content": f"Question: {question}\n\n{fence.system_rules()}\n\nEvidence:\n" + "\n".join(blocks),
+        },
     ]

@@ -8,8 +8,10 @@ from typing import Any
 from shared.fencing import Fence
 from shared.messages import ToolOutcome
 
-NOTE_CHARS = 1600  # one observation as the model reads it
-NOTES_BUDGET = 7000  # all observations of a call: the local model has a 4k-token context
+NOTE_CHARS = 1200  # one observation as the model reads it
+# All observations of one call. The embedded model reads about 70 prompt tokens a
+# second on two cores, so the prompt size is the run's main cost.
+NOTES_BUDGET = 3600
 
 TOOLS_HELP = """Tools (read-only; arguments can only narrow what you may see):
 - search {"query": str, "mode": "keyword"|"semantic"|"hybrid", "limit": int, "senders": [email], "date_from": "YYYY-MM-DD", "date_to": "YYYY-MM-DD", "has_attachment": bool, "folders": [str]}
@@ -27,9 +29,14 @@ Reply with one JSON object: {"action": "search"|"answer"|"give_up", "calls": [{"
 You can only read mail you were given access to; no tool can reach other people's or other companies' mail."""
 
 
+# The system prompt never changes, so a server that caches prompt prefixes (llama.cpp
+# does) reads it once; the per-call fence rules go in the user turn.
+SYSTEM = f"{RULES}\n\n{TOOLS_HELP}"
+
+
 def plan_messages(question: str, fence: Fence) -> list[dict[str, Any]]:
     return [
-        {"role": "system", "content": f"{RULES}\n\n{TOOLS_HELP}\n\n{fence.system_rules()}"},
+        {"role": "system", "content": SYSTEM},
         {"role": "user", "content": f"Question: {question}\nPlan the first searches."},
     ]
 
@@ -45,11 +52,11 @@ def judge_messages(question: str, notes: list[str], fence: Fence, steps_left: in
         used += len(block)
     observed = "\n".join(reversed(fenced)) or "(nothing found yet)"
     return [
-        {"role": "system", "content": f"{RULES}\n\n{TOOLS_HELP}\n\n{fence.system_rules()}"},
+        {"role": "system", "content": SYSTEM},
         {
             "role": "user",
             "content": (
-                f"Question: {question}\n\nObservations so far:\n{observed}\n\n"
+                f"Question: {question}\n\n{fence.system_rules()}\n\nObservations so far:\n{observed}\n\n"
                 f"You have {steps_left} step(s) left. Decide the next action."
             ),
         },

@@ -27,7 +27,7 @@ _TOKEN_RE = re.compile(_TOKEN)
 _FULL_TOKEN_RE = re.compile(rf"{_TOKEN}\Z")
 CANONICAL_ID = re.compile(r"m[0-9a-f]{12}\Z")
 _CANONICAL_ANY_CASE = re.compile(r"[mM][0-9a-fA-F]{12}\Z")
-_SPACE_BEFORE_PUNCT = re.compile(r"\s+([.,;:!?…)\]。！？])")
+_PUNCT_AFTER = frozenset(".,;:!?…)]}»”’\"'。！？、")
 _SPACES = re.compile(r"\s+")
 
 
@@ -80,15 +80,17 @@ def strip_markers(text: str) -> tuple[str, list[str]]:
     ids: list[str] = []
     last = 0
     for marker in markers:
-        pieces.append(text[last : marker.start])
-        pieces.append(" ")
+        # Drop the marker and the space before it; keep one space only between words.
+        pieces.append(text[last : marker.start].rstrip())
+        after = text[marker.end : marker.end + 1]
+        if after and not after.isspace() and after not in _PUNCT_AFTER:
+            pieces.append(" ")
         for cited in marker.ids:
             if cited not in ids:
                 ids.append(cited)
         last = marker.end
     pieces.append(text[last:])
-    clean = _SPACES.sub(" ", "".join(pieces)).strip()
-    return _SPACE_BEFORE_PUNCT.sub(r"\1", clean), ids
+    return _SPACES.sub(" ", "".join(pieces)).strip(), ids
 
 
 def parse_structured(values: list[str]) -> tuple[list[str], list[str]]:

@@ -1,0 +1,363 @@
+"""The verification rules, case by case: every rule with passing and failing drafts."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import pytest
+
+from shared.messages import Draft, DraftSentence
+from services.verifier.service import verify
+from tests.services.verifier.factory import FOREIGN, M1, M2, M3, M4, NEVER, evidence
+
+ANY = object()
+
+
+@dataclass
+class Case:
+    draft: Draft
+    kept: list[str] = field(default_factory=list)  # kept sentence texts, in order
+    removed: list[tuple[str, object]] = field(default_factory=list)  # (reason, offending)
+    # message_id -> (matched_quote, excerpt text or ANY, part) for the first kept sentence
+    excerpts: dict[str, tuple[bool, object, str]] | None = None
+
+
+def text(t: str) -> Draft:
+    return Draft(text=t)
+
+
+def items(*pairs: tuple[str, list[str]]) -> Draft:
+    return Draft(sentences=[DraftSentence(text=t, citations=c) for t, c in pairs])
+
+
+CASES: dict[str, Case] = {
+    # ---------------------------------------------------------------- citations
+    "cited claim is kept": Case(
+        text(f"The insurer accepted the claim [{M1}]."), kept=["The insurer accepted the claim."]
+    ),
+    "uncited claim is removed": Case(
+        text("The insurer accepted the claim."), removed=[("no_citation", None)]
+    ),
+    "citation never retrieved": Case(
+        text(f"The insurer accepted the claim [{NEVER}]."), removed=[("unknown_citation", NEVER)]
+    ),
+    "one known one unknown citation": Case(
+        text(f"The insurer accepted the claim [{M1}, {NEVER}]."),
+        removed=[("unknown_citation", NEVER)],
+    ),
+    "another tenant's message": Case(
+        text(f"The insurer accepted the claim [{FOREIGN}]."),
+        removed=[("unknown_citation", FOREIGN)],
+    ),
+    "marker mid-sentence": Case(
+        text(f"The insurer [{M1}] accepted the claim."), kept=["The insurer accepted the claim."]
+    ),
+    "marker after the full stop": Case(
+        text(f"The insurer accepted the claim. [{M1}]"), kept=["The insurer accepted the claim."]
+    ),
+    "marker after the full stop, no space": Case(
+        text(f"The insurer accepted the claim.[{M1}] It will pay [{M1}]."),
+        kept=["The insurer accepted the claim.", "It will pay."],
+    ),
+    "marker after stop binds backwards only": Case(
+        text(f"The claim was accepted. [{M1}] Payment follows soon."),
+        kept=["The claim was accepted."],
+        removed=[("no_citation", None)],
+    ),
+    "marker on its own line after a paragraph": Case(
+        text(f"The claim was accepted.\n\n[{M1}]"), kept=["The claim was accepted."]
+    ),
+    "comma separated ids": Case(
+        text(f"Photos were sent and the claim accepted [{M1}, {M2}]."),
+        kept=["Photos were sent and the claim accepted."],
+        excerpts={M1: (False, ANY, "body"), M2: (False, ANY, "body")},
+    ),
+    "semicolon separated ids": Case(
+        text(f"Photos were sent and the claim accepted [{M1}; {M2}]."),
+        kept=["Photos were sent and the claim accepted."],
+    ),
+    "adjacent brackets": Case(
+        text(f"Photos were sent and the claim accepted [{M1}][{M2}]."),
+        kept=["Photos were sent and the claim accepted."],
+    ),
+    "adjacent brackets with space": Case(
+        text(f"Photos were sent and the claim accepted [{M1}] [{M2}]."),
+        kept=["Photos were sent and the claim accepted."],
+    ),
+    "upper-case canonical id": Case(
+        text(f"The claim was accepted [{M1.upper()}]."), kept=["The claim was accepted."]
+    ),
+    "prose in brackets is not a citation": Case(
+        text("The claim was accepted [sic]."), removed=[("no_citation", None)]
+    ),
+    "markdown link is not a citation": Case(
+        text(f"The claim was accepted [{M1}](https://example.com)."),
+        removed=[("no_citation", None)],
+    ),
+    "footnote number is an unknown id": Case(
+        text("The claim was accepted [1]."), removed=[("unknown_citation", "1")]
+    ),
+    "bare id without brackets is no citation": Case(
+        text(f"The claim was accepted per {M1}."), removed=[("no_citation", None)]
+    ),
+    "only a marker": Case(text(f"[{M1}]"), removed=[("empty_sentence", None)]),
+    "only punctuation": Case(text("…"), removed=[("empty_sentence", None)]),
+    # ---------------------------------------------------------------- structured drafts
+    "structured sentence with citation": Case(
+        items(("The claim was accepted.", [M1])), kept=["The claim was accepted."]
+    ),
+    "structured sentence without citation": Case(
+        items(("The claim was accepted.", [])), removed=[("no_citation", None)]
+    ),
+    "structured unknown citation": Case(
+        items(("The claim was accepted.", [NEVER])), removed=[("unknown_citation", NEVER)]
+    ),
+    "structured malformed citation": Case(
+        items(("The claim was accepted.", ["not an id!"])), removed=[("malformed", "not an id!")]
+    ),
+    "structured empty text": Case(items(("", [M1])), removed=[("empty_sentence", None)]),
+    "structured item is re-split and inherits": Case(
+        items(("The claim was accepted. It will be paid.", [M1])),
+        kept=["The claim was accepted.", "It will be paid."],
+    ),
+    "structured plus inline unknown marker": Case(
+        items((f"The claim was accepted [{NEVER}].", [M1])),
+        removed=[("unknown_citation", NEVER)],
+    ),
+    "structured bracketed citation": Case(
+        items(("The claim was accepted.", [f"[{M1}]"])), kept=["The claim was accepted."]
+    ),
+    "structured combined citation string": Case(
+        items(("Photos were sent and the claim accepted.", [f"{M1}, {M2}"])),
+        kept=["Photos were sent and the claim accepted."],
+        excerpts={M1: (False, ANY, "body"), M2: (False, ANY, "body")},
+    ),
+    # ---------------------------------------------------------------- quotes
+    "exact quote": Case(
+        text(f'Anna wrote "the claim is accepted" [{M1}].'),
+        kept=['Anna wrote "the claim is accepted".'],
+        excerpts={M1: (True, "the claim is\naccepted", "body")},
+    ),
+    "correct id with forged quote": Case(
+        text(f'Anna wrote "the claim is approved in full" [{M1}].'),
+        removed=[("quote_not_found", "the claim is approved in full")],
+    ),
+    "quote differs by curly apostrophe": Case(
+        text(f"The adjuster wrote “we'll send the payment today” [{M3}]."),
+        kept=["The adjuster wrote “we'll send the payment today”."],
+        excerpts={M3: (True, "We’ll send the pay\u00adment today", "body")},
+    ),
+    "quote differs by case": Case(
+        text(f'Anna wrote "THE CLAIM IS ACCEPTED" [{M1}].'), kept=['Anna wrote "THE CLAIM IS ACCEPTED".']
+    ),
+    "quote with no-break space": Case(
+        text(f'Anna wrote "the claim\u00a0is accepted" [{M1}].'), kept=[ANY]
+    ),
+    "quote across a soft hyphen in the source": Case(
+        text(f'The adjuster promised "the payment today" [{M3}].'), kept=[ANY]
+    ),
+    "quote with a soft hyphen of its own": Case(
+        text(f'Anna wrote "the claim is ac\u00adcepted" [{M1}].'), kept=[ANY]
+    ),
+    "quote across a line wrap in the source": Case(
+        text(f'Anna wrote "claim is accepted" [{M1}].'),
+        kept=[ANY],
+        excerpts={M1: (True, "claim is\naccepted", "body")},
+    ),
+    "quote wrapped in the draft": Case(
+        text(f'Anna wrote "the claim\nis accepted" [{M1}].'), kept=[ANY]
+    ),
+    "quote with zero-width space": Case(
+        text(f'Anna wrote "the claim is\u200b accepted" [{M1}].'), kept=[ANY]
+    ),
+    "quote with full-width letters": Case(
+        text(f'Anna mentioned "the photos of your Ｇｏｌｆ" [{M1}].'), kept=[ANY]
+    ),
+    "quote against an html entity": Case(
+        text(f'They signed "Thanks & regards" [{M3}].'),
+        kept=[ANY],
+        excerpts={M3: (True, "Thanks &amp; regards", "body")},
+    ),
+    "quote with a different dash": Case(
+        text(f'They wrote "today - as agreed" [{M3}].'), kept=[ANY]
+    ),
+    "quote differing by one word": Case(
+        text(f'Anna wrote "the claim is rejected" [{M1}].'),
+        removed=[("quote_not_found", "the claim is rejected")],
+    ),
+    "quote differing by one amount": Case(
+        text(f'The costs are "€1,300.50" [{M1}].'), removed=[("quote_not_found", "€1,300.50")]
+    ),
+    "quote of an amount": Case(text(f'The costs are "€1,200.50" [{M1}].'), kept=[ANY]),
+    "quote borrowing part of a word": Case(
+        text(f'Tom called the delay "acceptable" [{M2}].'),
+        removed=[("quote_not_found", "acceptable")],
+    ),
+    "quote with elision": Case(
+        text(f'Anna wrote "we have received … the claim is accepted" [{M1}].'),
+        kept=[ANY],
+        excerpts={M1: (True, "we have received the photos of your Golf and the claim is\naccepted", "body")},
+    ),
+    "quote with elision out of order": Case(
+        text(f'Anna wrote "the claim is accepted ... we have received" [{M1}].'),
+        removed=[("quote_not_found", "the claim is accepted ... we have received")],
+    ),
+    "two citations, one holds the quote": Case(
+        text(f'Anna wrote "the claim is accepted" [{M2}, {M1}].'),
+        kept=[ANY],
+        excerpts={M2: (False, ANY, "body"), M1: (True, "the claim is\naccepted", "body")},
+    ),
+    "two quotes in two sources": Case(
+        text(f'Tom sent "the photos of the damaged bumper" and Anna wrote "the claim is accepted" [{M1}, {M2}].'),
+        kept=[ANY],
+        excerpts={M1: (True, "the claim is\naccepted", "body"), M2: (True, ANY, "body")},
+    ),
+    "two quotes, one forged": Case(
+        text(f'Anna wrote "the claim is accepted" and "payment is due today" [{M1}].'),
+        removed=[("quote_not_found", "payment is due today")],
+    ),
+    "quote only in an uncited source": Case(
+        text(f'Tom wrote "the damaged bumper" [{M1}].'), removed=[("quote_not_found", "the damaged bumper")]
+    ),
+    "quote found in an attachment": Case(
+        text(f'The attachment lists "front bumper, left side" [{M2}].'),
+        kept=[ANY],
+        excerpts={M2: (True, "front bumper, left side", "attachment:photos.txt")},
+    ),
+    "quote found in the subject": Case(
+        text(f'The subject was "Your Golf claim 4711" [{M1}].'),
+        kept=[ANY],
+        excerpts={M1: (True, "Your Golf claim 4711", "subject")},
+    ),
+    "typographic single quotes checked": Case(
+        text(f"Anna wrote ‘the claim is rejected’ [{M1}]."),
+        removed=[("quote_not_found", "the claim is rejected")],
+    ),
+    "straight single quotes of two words checked": Case(
+        text(f"Anna wrote 'claim rejected' [{M1}]."), removed=[("quote_not_found", "claim rejected")]
+    ),
+    "apostrophes are not quotes": Case(
+        text(f"Tom's photos weren't blurry and the drivers' cars were fine [{M2}]."), kept=[ANY]
+    ),
+    "unclosed double quote still checked": Case(
+        text(f'Anna wrote "the claim is rejected [{M1}].'),
+        removed=[("quote_not_found", "the claim is rejected.")],
+    ),
+    "empty quotes are ignored": Case(text(f'Anna wrote "" about it [{M1}].'), kept=[ANY]),
+    "guillemets": Case(text(f"Anna wrote «the claim is accepted» [{M1}]."), kept=[ANY]),
+    "german quotes": Case(text(f"Anna schrieb „the claim is accepted“ [{M1}]."), kept=[ANY]),
+    "terminal punctuation inside the quote": Case(
+        text(f"Anna mentioned “the photos of your Golf.” [{M1}]"), kept=[ANY]
+    ),
+    "quote ends the sentence": Case(
+        text(f'Anna wrote "the claim is accepted." [{M1}] Tom replied [{M2}].'),
+        kept=['Anna wrote "the claim is accepted."', "Tom replied."],
+    ),
+    "quote holding two sentences stays whole": Case(
+        text(f'The list reads "Photo 1: front bumper, left side. Photo 2: headlight." [{M2}]'),
+        kept=['The list reads "Photo 1: front bumper, left side. Photo 2: headlight."'],
+    ),
+    "forged quote holding two sentences": Case(
+        text(f'The list reads "Photo 1: front bumper. Photo 2: windscreen." [{M2}]'),
+        removed=[("quote_not_found", "Photo 1: front bumper. Photo 2: windscreen.")],
+    ),
+    "chinese quote without word spaces": Case(
+        text(f"保险公司说「接受了索赔」[{M4}]。"), kept=[ANY]
+    ),
+    # ---------------------------------------------------------------- whole drafts
+    "mixed draft": Case(
+        text(f"The claim was accepted [{M1}]. It was a sunny day. Payment is late [{NEVER}]."),
+        kept=["The claim was accepted."],
+        removed=[("no_citation", None), ("unknown_citation", NEVER)],
+    ),
+    "every sentence removed": Case(
+        text(f'It was accepted. Anna wrote "the claim is rejected" [{M1}].'),
+        removed=[("no_citation", None), ("quote_not_found", "the claim is rejected")],
+    ),
+    "empty draft": Case(text("")),
+    "whitespace draft": Case(text(" \n\t ")),
+    "no draft text at all": Case(Draft()),
+    "bullet list items each verified": Case(
+        text(f"Findings:\n- The claim was accepted [{M1}].\n- Photos were sent [{M2}].\n- Nothing else."),
+        kept=["Findings:", "The claim was accepted.", "Photos were sent."][1:],
+        removed=[("no_citation", None), ("no_citation", None)],
+    ),
+    "numbered list items": Case(
+        text(f"1. The claim was accepted [{M1}]\n2. Photos were sent [{M2}]"),
+        kept=["The claim was accepted", "Photos were sent"],
+    ),
+    "abbreviations and times stay in one sentence": Case(
+        text(f"Mr. Meier was told at 10:30 a.m. that the claim is accepted [{M1}]."),
+        kept=["Mr. Meier was told at 10:30 a.m. that the claim is accepted."],
+    ),
+    "url and e-mail stay whole": Case(
+        text(f"Anna (anna.schmidt@insurer.example) wrote from https://insurer.example/claims/42. [{M1}]"),
+        kept=["Anna (anna.schmidt@insurer.example) wrote from https://insurer.example/claims/42."],
+    ),
+}
+
+
+@pytest.mark.parametrize("case", CASES.values(), ids=CASES.keys())
+def test_rule(case: Case) -> None:
+    verdict = verify(case.draft, evidence())
+
+    assert len(verdict.kept) == len(case.kept), verdict.model_dump()
+    for got, want in zip(verdict.kept, case.kept):
+        if want is not ANY:
+            assert got.text == want
+    got_removed = [(r.reason, r.offending) for r in verdict.removed]
+    assert [r for r, _ in got_removed] == [r for r, _ in case.removed], got_removed
+    for (_, got), (_, want) in zip(got_removed, case.removed):
+        if want is not ANY:
+            assert got == want
+
+    if case.excerpts:
+        citations = {c.message_id: c.excerpt for c in verdict.kept[0].citations}
+        assert list(citations) == list(case.excerpts) or set(citations) == set(case.excerpts)
+        for message_id, (matched, excerpt_text, part) in case.excerpts.items():
+            excerpt = citations[message_id]
+            assert excerpt.matched_quote is matched
+            assert excerpt.part == part
+            if excerpt_text is not ANY:
+                assert excerpt.text == excerpt_text
+
+
+def test_table_is_large_enough() -> None:
+    assert len(CASES) >= 60
+
+
+def test_every_excerpt_is_cut_from_the_stored_source() -> None:
+    ev = evidence()
+    draft_text = " ".join(
+        c.draft.text for c in CASES.values() if c.draft.text and c.kept
+    )
+    verdict = verify(Draft(text=draft_text), ev)
+    assert verdict.kept
+    for sentence in verdict.kept:
+        for citation in sentence.citations:
+            msg = ev[citation.message_id]
+            parts = {"body": msg.body, "subject": msg.subject}
+            parts.update({f"attachment:{a.name}": a.text for a in msg.attachments})
+            ex = citation.excerpt
+            assert parts[ex.part][ex.start : ex.end] == ex.text
+            assert ex.text
+
+
+def test_removed_sentence_keeps_what_the_model_wrote() -> None:
+    verdict = verify(text(f"Paid in full [{NEVER}]."), evidence())
+    assert verdict.removed[0].text == f"Paid in full [{NEVER}]."
+
+
+def test_best_passage_is_the_most_overlapping_one() -> None:
+    verdict = verify(text(f"The repair costs will be paid by 5 December 2025 [{M1}]."), evidence())
+    excerpt = verdict.kept[0].citations[0].excerpt
+    assert not excerpt.matched_quote
+    assert "repair costs of €1,200.50 will be paid by 5 December 2025" in excerpt.text
+
+
+def test_answer_text_joins_kept_sentences() -> None:
+    verdict = verify(text(f"The claim was accepted [{M1}]. Noise. Photos were sent [{M2}]."), evidence())
+    answer = verdict.answer()
+    assert answer is not None
+    assert answer.text == "The claim was accepted. Photos were sent."
+    assert verify(text("Noise."), evidence()).answer() is None

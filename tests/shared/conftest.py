@@ -1,1 +1,0 @@
-from tests.fixtures.scripted_model import scripted_model  # noqa: F401 - a pytest fixture
