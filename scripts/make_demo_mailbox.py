@@ -16,6 +16,8 @@ Source format::
     forward: other-key        Fwd:, inline; "forward-as: attachment" for message/rfc822
     refs: none                In-Reply-To only, no References header
     header: X-Spam-Flag: YES  extra header (repeatable); folder: / mailbox: override
+    also-in: Archive          the identical message (same Message-ID) in a second folder
+    no-message-id: yes        no Message-ID header (the ingester derives one)
     charset: iso-8859-1       cte: quoted-printable; html: yes (HTML-only); alt-html: yes
     @@ attach name.pdf        in a body: an attachment block until "@@ end"
                               (.pdf rendered, .jpg a drawn photo, .txt/.csv/.html as is)
@@ -61,6 +63,7 @@ class Msg:
     date: datetime | None = None
     email: EmailMessage | None = None
     refs: list[str] = field(default_factory=list)
+    sent: str = ""  # the body as sent, quote included
 
     def get(self, name: str, default: str = "") -> str:
         return self.fields.get(name, default)
@@ -205,7 +208,7 @@ def _attach(em: EmailMessage, name: str, source: str, when: datetime) -> None:
 
 def _quote(parent: Msg) -> str:
     who = parseaddr(parent.get("from"))[0] or parseaddr(parent.get("from"))[1]
-    own = parent.body.split("\n\nOn ")[0].split("\n---------- Forwarded message")[0].strip()
+    own = parent.body.strip()  # the parent's own words; its quote is not quoted again
     quoted = "\n".join(("> " + ln).rstrip() for ln in own.splitlines())
     return f"\n\nOn {parent.date:%a, %d %b %Y at %H:%M}, {who} wrote:\n{quoted}\n"
 
@@ -263,7 +266,7 @@ def _make_email(msg: Msg, parent: Msg | None, rng: random.Random) -> None:
             pf = parent.email
             body = (body.rstrip("\n") + "\n\n---------- Forwarded message ---------\n"
                     f"From: {pf['From']}\nDate: {pf['Date']}\nSubject: {pf['Subject']}\nTo: {pf['To']}\n\n"
-                    + parent.body.split("\n\nOn ")[0].strip() + "\n")
+                    + parent.sent.strip() + "\n")
     em["Subject"] = subject
     em["Date"] = format_datetime(msg.date)
     msg.fields["message-id"] = msg.get("message-id") or _message_id(msg, rng)
@@ -277,6 +280,7 @@ def _make_email(msg: Msg, parent: Msg | None, rng: random.Random) -> None:
         em.set_content(body, charset=msg.get("charset") or "utf-8", cte=msg.get("cte") or None)
         if msg.get("alt-html") == "yes":
             em.add_alternative(_plain_to_html(body), subtype="html")
+    msg.sent = body
     for name, source in msg.attachments:
         _attach(em, name, source, msg.date)
     if parent is not None and msg.get("forward"):
@@ -314,6 +318,9 @@ def write(msgs: list[Msg], out: Path) -> dict[tuple[str, str, str], int]:
     groups: dict[tuple[str, str, str], list[Msg]] = {}
     for msg in msgs:
         groups.setdefault(place(msg), []).append(msg)
+        if msg.get("also-in"):  # the same message filed twice, as clients do on copy
+            tenant, mailbox, _ = place(msg)
+            groups.setdefault((tenant, mailbox, msg.get("also-in")), []).append(msg)
     for (tenant, mailbox, folder), items in groups.items():
         folder_dir = out / tenant / mailbox / folder
         folder_dir.mkdir(parents=True, exist_ok=True)
@@ -342,7 +349,8 @@ def routine_mail(rng: random.Random) -> str:
     def add(key: str, tenant: str, mailbox: str, date: datetime, sender: str, to: str, subject: str,
             body: str, extra: str = "") -> None:
         out.append(f"=== routine-{key}\ntenant: {tenant}\nmailbox: {mailbox}\n\n--- {key}\nfrom: {sender}\n"
-                   f"to: {to}\nsubject: {subject}\nat: {date:%Y-%m-%d %H:%M}\n{extra}\n{body.strip()}\n")
+                   f"to: {to}\nsubject: {subject}\nat: {date:%Y-%m-%d %H:%M}\n{extra + chr(10) if extra else ''}\n"
+                   f"{body.strip()}\n")
 
     start = datetime(2024, 2, 5, 8, 0)
     for n in range(10):  # parcel notices for Alice (8) and Carol (2)
@@ -407,6 +415,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, default=DEMO)
     ap.add_argument("--source", type=Path, default=DEMO / "_source")
     args = ap.parse_args(argv)
+    random.seed(SEED)  # the email generator draws MIME boundaries from the global RNG
     rng = random.Random(SEED)
     msgs: list[Msg] = []
     for path in sorted(args.source.glob("*.txt")):

@@ -1,7 +1,7 @@
 """Normalisation for quote matching, with a map back to the original text.
 
-Both the model's quote and the stored source go through :func:`normalize`; a quote is
-found when its normalised form occurs in the normalised source. The rules, in order:
+Both the model's quote and the stored source are normalised; a quote is found when its
+normalised form occurs in the normalised source. The rules:
 
 * HTML character references are decoded (``&amp;`` -> ``&``, ``&#8217;`` -> ``’``);
 * each character (with its combining marks) is put in Unicode NFKC and case-folded;
@@ -9,17 +9,18 @@ found when its normalised form occurs in the normalised source. The rules, in or
   variation selectors are dropped;
 * every double-quote variant becomes ``"``, every single quote / apostrophe ``'``,
   every dash ``-``, every ellipsis ``...``;
-* runs of white space (including no-break and other Unicode spaces and line breaks)
-  become one space; leading and trailing space is dropped.
+* every white-space character (no-break and other Unicode spaces, line breaks) becomes a
+  space, and runs of white space compare equal to one space.
 
-NFKC is applied per grapheme-ish cluster (a base character and the combining marks that
-follow it) rather than to the whole string, so the result can be mapped back: every
-normalised character knows which span of the original produced it. Excerpts therefore
-carry offsets into the stored text, and the text they carry is cut from that text, never
-rebuilt from the normalised form.
+:func:`normalize` gives the canonical form (runs collapsed, ends stripped): that is what
+a quote becomes. A source is normalised with :func:`normalize_with_map`, which keeps
+every run of spaces (so plain ASCII maps 1:1 and costs one ``str.lower``) and records
+which span of the original produced each normalised character; :func:`find_phrase`
+then lets one space of the quote match any run of spaces in the source. Excerpts thus
+carry offsets into the stored text, and their text is cut from it, never rebuilt.
 
-Speed matters (2 KB sources, a 2 ms budget for a whole answer), so runs of plain ASCII
-are handled in bulk with one ``str.lower`` and a 1:1 map segment.
+NFKC is applied per cluster (a base character and the combining marks after it), not to
+the whole string, so that the map stays exact.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ import html
 import re
 import unicodedata
 from bisect import bisect_right
+from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -55,10 +57,12 @@ _UNIFY: dict[str, str] = {
     "᠁": "...",
 }
 
-# A run of printable ASCII words separated by single spaces, excluding "&" (may start an
-# entity) and "`" (a quote variant): lower-casing it is exactly its normal form.
-_PLAIN = re.compile(r"[!-%'-_a-~]+(?: [!-%'-_a-~]+)*")
-_ASCII_WS = re.compile(r"[ \t\n\r\f\v]+")
+# Anything but printable ASCII and ASCII white space: non-ASCII and control characters,
+# "&" (may start an entity) and "`" (a quote variant). Between two of these,
+# lower-casing and turning white space into spaces is exactly the normal form and keeps
+# the length (a 1:1 map segment).
+_SPECIAL = re.compile(r"[^ \t\n\r\f\v!-%'-_a-~]")
+_SEPARATORS = str.maketrans("\t\n\r\f\v", "     ")
 _ENTITY = re.compile(r"&(?:#[0-9]{1,7}|#[xX][0-9a-fA-F]{1,6}|[A-Za-z][A-Za-z0-9]{1,31});")
 _SPACES = re.compile(r" {2,}")
 
@@ -106,7 +110,7 @@ class Normalized:
 
 
 class _Builder:
-    __slots__ = ("parts", "n_starts", "o_starts", "o_ends", "lin", "pos", "space")
+    __slots__ = ("parts", "n_starts", "o_starts", "o_ends", "lin", "pos")
 
     def __init__(self) -> None:
         self.parts: list[str] = []
@@ -115,37 +119,25 @@ class _Builder:
         self.o_ends: list[int] = []
         self.lin: list[bool] = []
         self.pos = 0
-        self.space = True  # "last emitted was a space": suppresses leading space too
 
     def add(self, piece: str, o_start: int, o_end: int, linear: bool) -> None:
+        if not piece:
+            return
         self.parts.append(piece)
         self.n_starts.append(self.pos)
         self.o_starts.append(o_start)
         self.o_ends.append(o_end)
         self.lin.append(linear)
         self.pos += len(piece)
-        self.space = piece[-1] == " "
 
-    def add_folded(self, piece: str, o_start: int, o_end: int) -> None:
-        if not piece:
-            return
-        if " " in piece:
-            piece = _SPACES.sub(" ", piece)
-            if self.space:
-                piece = piece.lstrip(" ")
-                if not piece:
-                    return
-        self.add(piece, o_start, o_end, False)
+    def gap(self, text: str, start: int, end: int) -> None:
+        """Plain ASCII: lower-cased, white space as spaces, mapped 1:1."""
+        chunk = text[start:end].lower()
+        if not chunk.isprintable():
+            chunk = chunk.translate(_SEPARATORS)
+        self.add(chunk, start, end, True)
 
     def finish(self) -> Normalized:
-        if self.parts and self.space:
-            last = self.parts[-1][:-1]
-            self.pos -= 1
-            if last:
-                self.parts[-1] = last
-            else:
-                for seq in (self.parts, self.n_starts, self.o_starts, self.o_ends, self.lin):
-                    seq.pop()
         return Normalized(
             "".join(self.parts),
             tuple(self.n_starts),
@@ -156,50 +148,44 @@ class _Builder:
 
 
 def normalize_with_map(text: str) -> Normalized:
-    """Normalise ``text`` and keep the map back to it (see the module docstring)."""
+    """Normalise ``text`` keeping runs of spaces, with the map back to it."""
     b = _Builder()
     n = len(text)
-    pos = 0
-    plain = _PLAIN.match
-    while pos < n:
-        m = plain(text, pos)
-        if m is not None:
-            end = m.end()
-            if end < n and text[end] in _MARKS:
-                # The last character belongs with the mark that follows it.
-                end -= 1
-                if end > pos and text[end - 1] == " ":
-                    end -= 1
-            if end > pos:
-                b.add(text[pos:end].lower(), pos, end, True)
-                pos = end
-                continue
-        ch = text[pos]
-        if ch in " \t\n\r\f\v":
-            end = _ASCII_WS.match(text, pos).end()  # type: ignore[union-attr]
-            if not b.space:
-                b.add(" ", pos, end, False)
-            pos = end
-            continue
+    pos = 0  # text[:pos] is done
+    for m in _SPECIAL.finditer(text):
+        s = m.start()
+        if s < pos:
+            continue  # inside an entity or a cluster already handled
+        ch = text[s]
+        start = s - 1 if s > pos and ch in _MARKS else s  # a mark glues to its base
+        if start > pos:
+            b.gap(text, pos, start)
         if ch == "&":
-            m = _ENTITY.match(text, pos)
-            if m is not None:
-                decoded = html.unescape(m.group())
-                if decoded != m.group():
-                    b.add_folded(fold(decoded), pos, m.end())
-                    pos = m.end()
+            entity = _ENTITY.match(text, s)
+            if entity is not None:
+                decoded = html.unescape(entity.group())
+                if decoded != entity.group():
+                    b.add(fold(decoded), s, entity.end(), False)
+                    pos = entity.end()
                     continue
-        end = pos + 1
+        end = s + 1
         while end < n and text[end] in _MARKS:
             end += 1
-        b.add_folded(fold(text[pos:end]), pos, end)
+        b.add(fold(text[start:end]), start, end, False)
         pos = end
+    if pos < n:
+        b.gap(text, pos, n)
     return b.finish()
 
 
+def collapse(text: str) -> str:
+    """Runs of spaces as one space, no space at the ends."""
+    return _SPACES.sub(" ", text).strip(" ")
+
+
 def normalize(text: str) -> str:
-    """The normalised form of ``text`` alone."""
-    return normalize_with_map(text).text
+    """The canonical normal form of ``text`` (what a quote is compared as)."""
+    return collapse(normalize_with_map(text).text)
 
 
 # Scripts written without spaces between words: no word-boundary check inside them.
@@ -224,24 +210,40 @@ def is_word_char(ch: str) -> bool:
     return code < 0x0E00 or not any(lo <= code <= hi for lo, hi in _UNSPACED)
 
 
-def find_phrase(haystack: str, needle: str, start: int = 0) -> int:
-    """First index ``>= start`` where ``needle`` occurs in ``haystack`` as whole words.
+@lru_cache(maxsize=4096)
+def _phrase_pattern(needle: str) -> re.Pattern[str]:
+    return re.compile(" +".join(re.escape(word) for word in needle.split(" ")))
 
-    Whole words so that a quote cannot borrow part of a word: "acceptable" must not be
-    found inside "unacceptable". Both arguments are already normalised. -1 if absent.
+
+def find_phrase(haystack: str, needle: str, start: int = 0) -> tuple[int, int] | None:
+    """``[start, end)`` of the first occurrence at or after ``start`` of ``needle`` in
+    ``haystack`` as whole words, where a space of ``needle`` matches any run of spaces.
+
+    ``needle`` is in canonical form (:func:`normalize`), ``haystack`` normalised with or
+    without collapsed spaces. Whole words so that a quote cannot borrow part of a word:
+    "acceptable" is not found inside "unacceptable". None if absent.
     """
     if not needle:
-        return -1
+        return None
     check_left = is_word_char(needle[0])
     check_right = is_word_char(needle[-1])
-    size = len(needle)
     limit = len(haystack)
-    i = haystack.find(needle, start)
-    while i != -1:
+    for i, j in _occurrences(haystack, needle, start):
         left_ok = not check_left or i == 0 or not is_word_char(haystack[i - 1])
-        j = i + size
         right_ok = not check_right or j == limit or not is_word_char(haystack[j])
         if left_ok and right_ok:
-            return i
-        i = haystack.find(needle, i + 1)
-    return -1
+            return i, j
+    return None
+
+
+def _occurrences(haystack: str, needle: str, pos: int) -> Iterator[tuple[int, int]]:
+    if " " in needle:
+        pattern = _phrase_pattern(needle)
+        while (m := pattern.search(haystack, pos)) is not None:
+            yield m.span()
+            pos = m.start() + 1
+    else:
+        size = len(needle)
+        while (i := haystack.find(needle, pos)) != -1:
+            yield i, i + size
+            pos = i + 1

@@ -18,6 +18,7 @@ inside a double-quoted phrase are part of that phrase.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from services.verifier.normalize import normalize
@@ -58,20 +59,24 @@ class Quote:
         return [p for p in pieces if any(ch.isalnum() for ch in p)]
 
 
+_ANY_DOUBLE = re.compile("[" + re.escape("".join(set("".join(_DOUBLE_PAIRS) + "".join(_DOUBLE_PAIRS.values())))) + "]")
+
+
 def double_quote_spans(text: str) -> list[tuple[int, int]]:
     """``(open, close)`` positions of double-quoted phrases; close is ``len(text)`` if open."""
     spans: list[tuple[int, int]] = []
-    i, n = 0, len(text)
-    while i < n:
-        closers = _DOUBLE_PAIRS.get(text[i])
-        if closers is None:
-            i += 1
-            continue
-        j = i + 1
-        while j < n and text[j] not in closers:
-            j += 1
-        spans.append((i, j))
-        i = j + 1
+    opened = -1
+    closers = ""
+    for m in _ANY_DOUBLE.finditer(text):
+        ch = m.group()
+        if opened == -1:
+            if ch in _DOUBLE_PAIRS:
+                opened, closers = m.start(), _DOUBLE_PAIRS[ch]
+        elif ch in closers:
+            spans.append((opened, m.start()))
+            opened = -1
+    if opened != -1:
+        spans.append((opened, len(text)))
     return spans
 
 

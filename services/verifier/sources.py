@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from itertools import islice
 
 from shared.messages import EvidenceMessage, Excerpt
 from services.verifier.normalize import Normalized, find_phrase, normalize_with_map
@@ -26,7 +27,6 @@ class Part:
     original: str
     _norm: Normalized | None = None
     _tokens: list[str] | None = None
-    _spans: list[tuple[int, int]] | None = None
 
     @property
     def norm(self) -> Normalized:
@@ -42,9 +42,9 @@ class Part:
 
     def token_span(self, first: int, last: int) -> tuple[int, int]:
         """Normalised ``[start, end)`` of tokens ``first..last`` inclusive."""
-        if self._spans is None:
-            self._spans = [m.span() for m in _WORD.finditer(self.norm.text)]
-        return self._spans[first][0], self._spans[last][1]
+        # islice skips the earlier matches in C; only two match objects are kept.
+        matches = list(islice(_WORD.finditer(self.norm.text), first, last + 1))
+        return matches[0].start(), matches[-1].end()
 
     def excerpt(self, n_start: int, n_end: int, matched_quote: bool) -> Excerpt:
         """The original text behind normalised ``[n_start, n_end)``, copied verbatim."""
@@ -63,12 +63,12 @@ class Part:
         pos = 0
         first = -1
         for fragment in fragments:
-            i = find_phrase(text, fragment, pos)
-            if i == -1:
+            span = find_phrase(text, fragment, pos)
+            if span is None:
                 return None
             if first == -1:
-                first = i
-            pos = i + len(fragment)
+                first = span[0]
+            pos = span[1]
         return (first, pos) if first != -1 else None
 
 

@@ -11,7 +11,8 @@ if TYPE_CHECKING:
 
 
 def open_index(settings: SearcherSettings, dim: int) -> MailIndex:
-    """A Qdrant server index when ``PM_QDRANT_URL`` is set, else the embedded Qdrant Edge
+    """A Qdrant server index when ``PM_QDRANT_URL`` is set (``:memory:`` gives
+    qdrant-client's local mode, for tests and baselines), else the embedded Qdrant Edge
     shard under the data directory."""
     # Imported here so a deployment loads only the client library it uses.
     if settings.qdrant_url:
@@ -20,7 +21,8 @@ def open_index(settings: SearcherSettings, dim: int) -> MailIndex:
         from services.searcher.index.server import ServerIndex
 
         api_key = settings.qdrant_api_key.get_secret_value() if settings.qdrant_api_key else None
-        return ServerIndex(QdrantClient(url=settings.qdrant_url, api_key=api_key), settings.collection, dim)
+        client = QdrantClient(location=settings.qdrant_url, api_key=api_key)
+        return ServerIndex(client, settings.collection, dim)
     from services.searcher.index.edge import EdgeIndex
 
     return EdgeIndex(settings.data_dir / "qdrant-edge", dim)

@@ -2,6 +2,13 @@
 
 One process owns the shard folder. Writes are serialised by a lock; reads run
 concurrently in the engine.
+
+Edge has no background optimiser: until :meth:`EdgeIndex.optimize` runs, new points sit
+in plain segments that are searched by brute force (fine at a few thousand points, linear
+beyond). So upserts optimise by themselves once enough points have arrived since the last
+time, with a threshold that grows with the shard to keep the total work linear.
+qdrant-edge-py 0.9 holds the GIL while optimising: the whole process pauses (about 6 s per
+20k points on two cores) and searches wait, so ingest is where it happens.
 """
 
 from __future__ import annotations
@@ -45,13 +52,23 @@ class EdgeIndex:
     """:class:`~services.searcher.index.base.MailIndex` on a Qdrant Edge shard at ``path``
     (created on first use; reopened, and checked against ``dim``, afterwards)."""
 
-    def __init__(self, path: Path, dim: int) -> None:
+    def __init__(
+        self,
+        path: Path,
+        dim: int,
+        *,
+        optimize_after: int = 5000,
+        optimizers: qe.EdgeOptimizersConfig | None = None,
+    ) -> None:
+        """``optimize_after`` points written since the last optimisation (or half the
+        shard, if more) trigger one inside ``upsert``; 0 leaves it to the caller."""
         self.path = Path(path)
         self.dim = dim
         self._write = threading.Lock()
         config = qe.EdgeConfig(
             vectors={layout.DENSE: qe.EdgeVectorParams(size=dim, distance=qe.Distance.Cosine)},
             sparse_vectors={layout.SPARSE: qe.EdgeSparseVectorParams(modifier=qe.Modifier.Idf)},
+            optimizers=optimizers,
         )
         if self.path.is_dir() and any(self.path.iterdir()):
             # Passing the config makes a wrong dimension fail here, not on first upsert.
@@ -63,6 +80,9 @@ class EdgeIndex:
         for field, schema in _SCHEMA.items():
             if field not in existing:
                 self._shard.update(qe.UpdateOperation.create_field_index(field, schema()))
+        self._optimize_after = optimize_after
+        self._pending = 0
+        self._optimized_size = self._shard.info().points_count
 
     @property
     def shard(self) -> qe.EdgeShard:
@@ -77,12 +97,22 @@ class EdgeIndex:
         with self._write:
             for i in range(0, len(points), layout.UPSERT_BATCH):
                 self.shard.update(qe.UpdateOperation.upsert_points(points[i : i + layout.UPSERT_BATCH]))
+            self._pending += len(points)
+            due = max(self._optimize_after, self._optimized_size // 2)
+            if self._optimize_after and self._pending >= due:
+                self._optimize_locked()
 
     def optimize(self) -> bool:
-        """Build HNSW and merge segments now (Edge has no background optimiser); call
-        after a large ingest. True if anything changed."""
+        """Build HNSW and payload indexes and merge segments now; worth calling at the
+        end of a large ingest. True if anything changed."""
         with self._write:
-            return self.shard.optimize()
+            return self._optimize_locked()
+
+    def _optimize_locked(self) -> bool:
+        changed = self.shard.optimize()
+        self._pending = 0
+        self._optimized_size = self.shard.info().points_count
+        return changed
 
     def flush(self) -> None:
         with self._write:

@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from services.searcher.embedding import Embedder
 from services.searcher.errors import IngestError
 from services.searcher.index.base import Chunk, ChunkPayload, IndexFilter, MailIndex
-from services.searcher.ingest.chunking import split_text
+from services.searcher.ingest.chunking import split_text, strip_quoted
 from services.searcher.ingest.parser import parse_message
 from services.searcher.ingest.schemas import ParsedMessage, message_key, thread_key
 from shared.messages import IngestItem
@@ -209,26 +209,34 @@ class Ingester:
         out: list[tuple[ChunkPayload, str]] = []
         # Every message gets at least one body point, so an empty mail still exists for
         # duplicate checks, threads and read_message.
+        # Chunk 0 of each part also carries the part's whole text (``source_text``), so a
+        # message is read back exactly as parsed rather than re-joined from overlapping chunks.
         for n, text in enumerate(split_text(msg.body_text, self.chunk_chars) or [""]):
-            out.append((ChunkPayload(**base, kind="body", chunk_no=n, text=text), f"{msg.subject}\n\n{text}"))
+            payload = ChunkPayload(**base, kind="body", chunk_no=n, text=text,
+                                   source_text=msg.body_text if n == 0 else None)
+            out.append((payload, f"{msg.subject}\n\n{strip_quoted(text)}"))
         for att, name in zip(msg.attachments, names):
             if not att.text:
                 continue
-            for n, text in enumerate(split_text(att.text[:MAX_ATTACHMENT_CHARS], self.chunk_chars)):
-                payload = ChunkPayload(**base, kind="attachment", attachment_name=name, chunk_no=n, text=text)
+            source = att.text[:MAX_ATTACHMENT_CHARS]
+            for n, text in enumerate(split_text(source, self.chunk_chars)):
+                payload = ChunkPayload(**base, kind="attachment", attachment_name=name, chunk_no=n, text=text,
+                                       source_text=source if n == 0 else None)
                 out.append((payload, f"{msg.subject}\n{name}\n\n{text}"))
         return out
 
     def _embed(self, texts: Sequence[str]) -> list[list[float]]:
-        """Embed in fixed-size calls, similar lengths together: a transformer batch pads
-        to its longest text, so sorting by length saves most of the padding work."""
-        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
-        vectors: list[list[float]] = [[] for _ in texts]
-        for start in range(0, len(order), self.embed_batch):
-            idx = order[start:start + self.embed_batch]
-            for i, vec in zip(idx, self.embedder.embed([texts[i] for i in idx])):
-                vectors[i] = list(vec)
-        return vectors
+        """Embed in fixed-size calls, similar lengths together (a transformer batch pads
+        to its longest text), each distinct text once (forwards repeat attachments)."""
+        unique = sorted(set(texts), key=len)
+        found: dict[str, list[float]] = {}
+        for start in range(0, len(unique), self.embed_batch):
+            batch = unique[start:start + self.embed_batch]
+            vectors = self.embedder.embed(batch)
+            if len(vectors) != len(batch):
+                raise ValueError(f"embedder returned {len(vectors)} vectors for {len(batch)} texts")
+            found.update(zip(batch, (list(v) for v in vectors)))
+        return [found[t] for t in texts]
 
 
 def _unique_names(names: list[str]) -> list[str]:

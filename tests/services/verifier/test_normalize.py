@@ -51,20 +51,24 @@ def test_different(a: str, b: str) -> None:
 def test_offsets_map_back_to_the_source() -> None:
     source = "Dear Tom,\n\n“We’ll send the pay\u00adment\ntoday” &amp; more"
     norm = normalize_with_map(source)
-    quote = normalize("we'll send the payment today")
-    i = norm.text.find(quote)
-    start, end = norm.source_span(i, i + len(quote))
+    start, end = norm.source_span(*find_phrase(norm.text, normalize("we'll send the payment today")))
     assert source[start:end] == "We’ll send the pay\u00adment\ntoday"
     j = norm.text.find("&")
     assert source.__getitem__(slice(*norm.source_span(j, j + 1))) == "&amp;"
 
 
 def test_whole_words_only() -> None:
-    assert find_phrase(normalize("this is unacceptable"), "acceptable") == -1
-    assert find_phrase(normalize("acceptable, they said"), "acceptable") == 0
-    assert find_phrase(normalize("costs €1,200.50."), normalize("€1,200.50")) != -1
-    assert find_phrase("accept accepted", "accepted") == 7
+    assert find_phrase(normalize("this is unacceptable"), "acceptable") is None
+    assert find_phrase(normalize("acceptable, they said"), "acceptable") == (0, 10)
+    assert find_phrase(normalize("costs €1,200.50."), normalize("€1,200.50")) is not None
+    assert find_phrase("accept accepted", "accepted") == (7, 15)
+
+
+def test_one_space_matches_a_run_of_spaces() -> None:
+    source = normalize_with_map("the claim is\n\n   accepted").text
+    assert find_phrase(source, "claim is accepted") == (4, len(source))
+    assert find_phrase(source, "claim is accepted", 5) is None
 
 
 def test_unspaced_scripts_match_inside_runs() -> None:
-    assert find_phrase("保险公司已经接受了索赔", "接受了索赔") != -1
+    assert find_phrase("保险公司已经接受了索赔", "接受了索赔") is not None

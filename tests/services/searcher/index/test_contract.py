@@ -7,9 +7,10 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
+import qdrant_edge as qe
 from qdrant_client import QdrantClient
 
-from services.searcher.index.base import Chunk, IndexFilter, MailIndex
+from services.searcher.index.base import IndexFilter, MailIndex
 from services.searcher.index.edge import EdgeIndex
 from services.searcher.index.server import ServerIndex
 
@@ -26,13 +27,20 @@ ALL_BETA = IndexFilter(tenant_id=BETA, mailboxes=("main", "shared"))
 def make_index(kind: str, tmp_path: Path) -> MailIndex:
     if kind == "edge":
         return EdgeIndex(tmp_path / "edge", DIM)
+    if kind == "edge-optimized":
+        # A tiny indexing threshold makes even this corpus land in an optimised segment
+        # (HNSW, payload indexes), where filters take a different code path.
+        config = qe.EdgeOptimizersConfig(indexing_threshold=1, default_segment_number=1)
+        return EdgeIndex(tmp_path / "edge", DIM, optimizers=config)
     return ServerIndex(QdrantClient(location=":memory:"), "mail", DIM)
 
 
-@pytest.fixture(params=["edge", "server"])
+@pytest.fixture(params=["edge", "edge-optimized", "server"])
 def index(request, tmp_path, corpus):
     idx = make_index(request.param, tmp_path)
     idx.upsert(corpus)
+    if request.param == "edge-optimized":
+        assert idx.optimize()
     yield idx
     idx.close()
 
@@ -202,6 +210,20 @@ def test_edge_persists_and_checks_dimension(tmp_path, corpus):
         EdgeIndex(tmp_path / "edge", DIM * 2)
 
 
+def test_edge_optimizes_by_itself_as_points_arrive(tmp_path, corpus, monkeypatch):
+    runs = []
+    original = EdgeIndex._optimize_locked
+    monkeypatch.setattr(EdgeIndex, "_optimize_locked", lambda self: runs.append(1) or original(self))
+    config = qe.EdgeOptimizersConfig(indexing_threshold=1, default_segment_number=1)
+    idx = EdgeIndex(tmp_path / "edge", DIM, optimize_after=5, optimizers=config)
+    idx.upsert(corpus[:3])
+    assert runs == []
+    idx.upsert(corpus[3:])
+    assert runs == [1]
+    assert idx.count(ALL_ACME) == 10
+    idx.close()
+
+
 def test_server_refuses_collection_of_other_dimension(corpus):
     client = QdrantClient(location=":memory:")
     ServerIndex(client, "mail", DIM)
@@ -218,13 +240,17 @@ def test_open_index_picks_adapter(tmp_path, monkeypatch):
     edge = open_index(SearcherSettings(data_dir=tmp_path), DIM)
     assert isinstance(edge, EdgeIndex) and edge.path == tmp_path / "qdrant-edge"
     edge.close()
+    local = open_index(SearcherSettings(qdrant_url=":memory:", collection="c0"), DIM)
+    assert isinstance(local, ServerIndex) and local.collection == "c0"
     seen = {}
 
-    def fake_client(url=None, api_key=None, **_):
-        seen["url"] = url
+    def fake_client(location=None, api_key=None, **_):
+        seen.update(location=location, api_key=api_key)
         return QdrantClient(location=":memory:")
 
     monkeypatch.setattr(qdrant_client, "QdrantClient", fake_client)
-    server = open_index(SearcherSettings(qdrant_url="http://qdrant.internal:6333", collection="c1"), DIM)
+    server = open_index(
+        SearcherSettings(qdrant_url="http://qdrant.internal:6333", qdrant_api_key="k", collection="c1"), DIM
+    )
     assert isinstance(server, ServerIndex) and server.collection == "c1"
-    assert seen["url"] == "http://qdrant.internal:6333"
+    assert seen == {"location": "http://qdrant.internal:6333", "api_key": "k"}

@@ -1,0 +1,164 @@
+"""The result store against a real redis-server: exactly one result per run."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+
+import pytest
+import redis.asyncio as aioredis
+
+from shared.bus import decode
+from shared.messages import ProgressEvent, RunFinished
+from shared.streams import RESULTS, RUN_TTL_SECONDS, evidence_key, final_key, progress_key
+from services.verifier.errors import StoreError
+from services.verifier.repository import Repository, owner_key
+from services.verifier.service import decide
+from tests.services.verifier.factory import M1, evidence, request
+
+
+@pytest.fixture
+async def client(redis_url: str):
+    c = aioredis.from_url(redis_url)
+    yield c
+    await c.aclose()
+
+
+def run_id() -> str:
+    return f"run-{uuid.uuid4().hex[:12]}"
+
+
+async def store_evidence(client: aioredis.Redis, run: str) -> None:
+    await client.hset(
+        evidence_key(run), mapping={k: v.model_dump_json() for k, v in evidence().items()}
+    )
+
+
+async def finished_for(client: aioredis.Redis, run: str) -> list[RunFinished]:
+    entries = await client.xrange(RESULTS)
+    found = [decode(fields, RunFinished) for _, fields in entries]
+    return [f for f in found if f.run_id == run]
+
+
+async def progress_events(client: aioredis.Redis, run: str) -> list[ProgressEvent]:
+    return [decode(fields, ProgressEvent) for _, fields in await client.xrange(progress_key(run))]
+
+
+async def test_load_evidence_reads_the_hash_and_skips_corrupt_entries(client) -> None:
+    run = run_id()
+    await store_evidence(client, run)
+    await client.hset(evidence_key(run), "mbroken000000", b"{not json")
+    loaded = await Repository(client).load_evidence(run)
+    assert loaded == evidence()
+
+
+async def test_first_writer_publishes_once(client) -> None:
+    run = run_id()
+    repo = Repository(client)
+    answered = decide(request(run_id=run, text=f"The claim was accepted [{M1}]."), evidence())
+    assert answered.outcome == "answered"
+
+    assert await repo.finish(answered, "1-0") is True
+    assert await repo.finish(answered, "1-0") is False  # redelivered after publishing
+    other = decide(request(run_id=run, ending="budget_exhausted"), evidence())
+    assert await repo.finish(other, "2-0") is False  # another draft of the same run
+
+    assert (await repo.stored_result(run)) == answered
+    assert 0 < await client.ttl(final_key(run)) <= RUN_TTL_SECONDS
+    (finished,) = await finished_for(client, run)
+    assert finished.result == answered and finished.outcome == "answered"
+    events = await progress_events(client, run)
+    assert [e.event for e in events] == ["answer", "done"]
+    assert events[1].payload == {"outcome": "answered"}
+    assert events[0].payload["answer"]["text"] == "The claim was accepted."
+    assert 0 < await client.ttl(progress_key(run)) <= RUN_TTL_SECONDS
+
+
+async def test_unanswered_result_has_no_answer_event(client) -> None:
+    run = run_id()
+    result = decide(request(run_id=run, ending="degraded"), evidence())
+    assert await Repository(client).finish(result, "1-0")
+    assert [e.event for e in await progress_events(client, run)] == ["done"]
+
+
+async def test_progress_ttl_set_by_others_is_kept(client) -> None:
+    run = run_id()
+    await client.xadd(progress_key(run), {"x": "1"})
+    await client.expire(progress_key(run), 100)
+    await Repository(client).finish(decide(request(run_id=run, ending="degraded"), {}), "1-0")
+    assert await client.ttl(progress_key(run)) <= 100
+
+
+async def test_concurrent_finishes_store_and_publish_exactly_one(redis_url: str, client) -> None:
+    run = run_id()
+    clients = [aioredis.from_url(redis_url) for _ in range(8)]
+    try:
+        results = [
+            decide(request(run_id=run, text=f"The claim was accepted [{M1}]."), evidence()),
+            decide(request(run_id=run, ending="budget_exhausted"), evidence()),
+        ] * 4
+        won = await asyncio.gather(
+            *(Repository(c).finish(r, f"{i + 1}-0") for i, (c, r) in enumerate(zip(clients, results)))
+        )
+    finally:
+        for c in clients:
+            await c.aclose()
+    assert sorted(won) == [False] * 7 + [True]
+    winner = results[won.index(True)]
+    assert await Repository(client).stored_result(run) == winner
+    assert [f.result for f in await finished_for(client, run)] == [winner]
+    assert [e.event for e in await progress_events(client, run)].count("done") == 1
+
+
+async def test_two_drafts_race_through_the_service_functions(redis_url: str, client) -> None:
+    async def handle(req, token):
+        c = aioredis.from_url(redis_url)
+        try:
+            repo = Repository(c)
+            return await repo.finish(decide(req, await repo.load_evidence(req.run_id)), token)
+        finally:
+            await c.aclose()
+
+    for _ in range(3):  # both orders of arrival are likely over a few rounds
+        run = run_id()
+        await store_evidence(client, run)
+        drafts = [
+            request(run_id=run, text=f"The claim was accepted [{M1}]."),
+            request(run_id=run, ending="budget_exhausted"),
+        ]
+        won = await asyncio.gather(handle(drafts[0], "1-0"), handle(drafts[1], "2-0"))
+        assert sorted(won) == [False, True]
+        assert await client.exists(final_key(run)) == 1
+        assert len(await finished_for(client, run)) == 1
+
+
+async def test_redelivered_owner_finishes_an_interrupted_publication(client) -> None:
+    run = run_id()
+    repo = Repository(client)
+    stored = decide(request(run_id=run, ending="budget_exhausted"), evidence(), now=1.0)
+    # The owner died after claiming and storing, before publishing.
+    await client.set(owner_key(run), "7-0", ex=60)
+    await client.set(final_key(run), stored.model_dump_json(), ex=60)
+
+    later = decide(request(run_id=run, ending="budget_exhausted"), evidence(), now=2.0)
+    assert await repo.finish(later, "8-0") is False  # not the owner
+    assert await repo.finish(later, "7-0") is True  # the owner's redelivery
+    assert [f.result for f in await finished_for(client, run)] == [stored]
+    assert await repo.finish(later, "7-0") is False
+
+
+async def test_redelivered_owner_stores_a_result_it_never_wrote(client) -> None:
+    run = run_id()
+    await client.set(owner_key(run), "7-0", ex=60)  # died right after claiming
+    result = decide(request(run_id=run, ending="degraded"), evidence())
+    assert await Repository(client).finish(result, "7-0") is True
+    assert await Repository(client).stored_result(run) == result
+
+
+async def test_store_errors_are_verifier_errors() -> None:
+    dead = aioredis.from_url("redis://127.0.0.1:1/0", socket_connect_timeout=0.2)
+    with pytest.raises(StoreError):
+        await Repository(dead).load_evidence("r")
+    with pytest.raises(StoreError):
+        await Repository(dead).finish(decide(request(ending="degraded"), {}), "1-0")
+    await dead.aclose()

@@ -1,0 +1,178 @@
+"""The worker as FastStream runs it, against a real redis-server."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+import uuid
+
+import pytest
+import redis.asyncio as aioredis
+from faststream.redis import RedisBroker, StreamSub
+
+from shared.bus import decode, encode, publish
+from shared.messages import RunFinished, VerificationRequested
+from shared.settings import VerifierSettings
+from shared.streams import DRAFTS, GROUP, RESULTS, dead_letter, evidence_key, final_key
+from services.verifier import worker
+from services.verifier.repository import Repository
+from tests.services.verifier.factory import M1, evidence, request
+
+
+@pytest.fixture
+async def client(redis_url: str):
+    c = aioredis.from_url(redis_url)
+    # Each test gets a fresh drafts stream and group (the group is created by the worker).
+    await c.delete(DRAFTS, dead_letter(DRAFTS))
+    yield c
+    await c.aclose()
+
+
+@contextlib.asynccontextmanager
+async def running(
+    redis_url: str, *names: str, reclaim_idle_ms: int = 60_000, settings: VerifierSettings | None = None
+):
+    apps = [
+        worker.build_app(
+            settings or VerifierSettings(redis_url=redis_url),
+            consumer=name,
+            reclaim_idle_ms=reclaim_idle_ms,
+            reclaim_poll_ms=50,
+        )
+        for name in names
+    ]
+    for app in apps:
+        await app.broker.start()
+    try:
+        yield apps
+    finally:
+        for app in apps:
+            await app.broker.stop()
+
+
+async def wait_for(predicate, timeout: float = 10.0):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = await predicate()
+        if value:
+            return value
+        await asyncio.sleep(0.05)
+    raise AssertionError("timed out")
+
+
+async def finished_for(client, run: str) -> list[RunFinished]:
+    found = [decode(f, RunFinished) for _, f in await client.xrange(RESULTS)]
+    return [f for f in found if f.run_id == run]
+
+
+async def pending(client) -> int:
+    info = await client.xpending(DRAFTS, GROUP[DRAFTS])
+    return info["pending"]
+
+
+def new_run() -> str:
+    return f"run-{uuid.uuid4().hex[:12]}"
+
+
+async def test_faststream_decodes_the_shared_envelope_into_the_model(redis_url: str) -> None:
+    stream = f"pm:test:{uuid.uuid4().hex}"
+    broker = RedisBroker(redis_url)
+    got: asyncio.Future[VerificationRequested] = asyncio.get_running_loop().create_future()
+
+    @broker.subscriber(stream=StreamSub(stream))
+    async def on(message: VerificationRequested) -> None:
+        got.set_result(message)
+
+    sent = request(text=f"The claim was accepted [{M1}].")
+    await broker.start()
+    try:
+        c = aioredis.from_url(redis_url)
+        await publish(c, stream, sent)
+        await c.aclose()
+        assert await asyncio.wait_for(got, 10) == sent
+    finally:
+        await broker.stop()
+
+
+async def test_worker_verifies_a_draft_and_acks_it(redis_url: str, client) -> None:
+    run = new_run()
+    await client.hset(evidence_key(run), mapping={k: v.model_dump_json() for k, v in evidence().items()})
+    async with running(redis_url, "w1"):
+        await publish(client, DRAFTS, request(run_id=run, text=f"The claim was accepted [{M1}]. Noise."))
+        finished = await wait_for(lambda: finished_for(client, run))
+        await wait_for(lambda: _zero(pending(client)))
+    (event,) = finished
+    assert event.outcome == "answered"
+    assert event.result.answer.text == "The claim was accepted."
+    assert [r.reason for r in event.result.trace.removed_sentences] == ["no_citation"]
+    assert await Repository(client).stored_result(run) == event.result
+
+
+async def _zero(awaitable) -> bool:
+    return (await awaitable) == 0
+
+
+async def test_two_drafts_two_workers_one_result(redis_url: str, client) -> None:
+    runs = [new_run() for _ in range(5)]
+    async with running(redis_url, "w1", "w2"):
+        for run in runs:
+            await client.hset(evidence_key(run), mapping={k: v.model_dump_json() for k, v in evidence().items()})
+            await publish(client, DRAFTS, request(run_id=run, text=f"The claim was accepted [{M1}]."))
+            await publish(client, DRAFTS, request(run_id=run, ending="budget_exhausted"))
+        for run in runs:
+            await wait_for(lambda run=run: finished_for(client, run))
+        await wait_for(lambda: _zero(pending(client)))
+        await asyncio.sleep(0.3)  # a duplicate, if any, would land now
+    for run in runs:
+        assert len(await finished_for(client, run)) == 1
+        assert await client.exists(final_key(run)) == 1
+    assert await client.xlen(dead_letter(DRAFTS)) == 0
+
+
+async def test_contract_violation_goes_to_dead_letters(redis_url: str, client) -> None:
+    async with running(redis_url, "w1"):
+        bad = encode(request(text="x"))
+        bad[b"__data__" if b"__data__" in bad else "__data__"] = b'{"data": "{\\"run_id\\": 1}", "headers": {}}'
+        await client.xadd(DRAFTS, bad)
+        await wait_for(lambda: client.xlen(dead_letter(DRAFTS)))
+        await wait_for(lambda: _zero(pending(client)))
+    (_, fields), = await client.xrange(dead_letter(DRAFTS))
+    assert fields[b"error"].startswith(b"verification_request_invalid")
+    assert fields[b"deliveries"] == b"1"
+
+
+async def test_failed_draft_is_retried_by_reclaim(redis_url: str, client, monkeypatch) -> None:
+    run = new_run()
+    calls = {"n": 0}
+    real = Repository.load_evidence
+
+    async def flaky(self, run_id):
+        calls["n"] += 1
+        if calls["n"] == 1:
+            raise ConnectionError("redis blinked")
+        return await real(self, run_id)
+
+    monkeypatch.setattr(Repository, "load_evidence", flaky)
+    async with running(redis_url, "w1", reclaim_idle_ms=200):
+        await publish(client, DRAFTS, request(run_id=run, ending="degraded"))
+        await wait_for(lambda: finished_for(client, run))
+        await wait_for(lambda: _zero(pending(client)))
+    assert calls["n"] == 2
+    assert await client.xlen(dead_letter(DRAFTS)) == 0
+
+
+async def test_draft_that_keeps_failing_is_dead_lettered(redis_url: str, client, monkeypatch) -> None:
+    async def broken(self, run_id):
+        raise ConnectionError("always")
+
+    monkeypatch.setattr(Repository, "load_evidence", broken)
+    async with running(redis_url, "w1", reclaim_idle_ms=100):
+        await publish(client, DRAFTS, request(run_id=new_run(), ending="degraded"))
+        await wait_for(lambda: client.xlen(dead_letter(DRAFTS)), timeout=20)
+        await wait_for(lambda: _zero(pending(client)))
+    (_, fields), = await client.xrange(dead_letter(DRAFTS))
+    assert int(fields[b"deliveries"]) == worker.MAX_DELIVERIES
+    assert VerificationRequested.model_validate_json(
+        __import__("json").loads(fields[b"payload"])["data"]
+    ).ending == "degraded"
