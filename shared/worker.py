@@ -17,7 +17,7 @@ from typing import Any, Awaitable, Callable, TypeVar
 
 from faststream import AckPolicy
 from faststream.redis import RedisBroker, StreamSub
-from faststream.redis.message import RedisStreamMessage
+from faststream.redis.annotations import RedisStreamMessage
 from pydantic import BaseModel, ValidationError
 from redis.asyncio import Redis
 

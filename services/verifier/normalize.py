@@ -147,10 +147,26 @@ class _Builder:
         )
 
 
+def _prepared(text: str) -> str | None:
+    """``text`` lower-cased with separators as spaces, if that keeps every offset.
+
+    Done once for the whole text (a few C-speed passes) so that each plain gap is just a
+    slice. ``str.lower`` never shortens a string, so equal length means 1:1.
+    """
+    low = text.lower()
+    if len(low) != len(text):
+        return None
+    for sep in "\t\n\r\f\v":
+        if sep in low:
+            low = low.replace(sep, " ")
+    return low
+
+
 def normalize_with_map(text: str) -> Normalized:
     """Normalise ``text`` keeping runs of spaces, with the map back to it."""
     b = _Builder()
     n = len(text)
+    low = _prepared(text)
     pos = 0  # text[:pos] is done
     for m in _SPECIAL.finditer(text):
         s = m.start()
@@ -159,7 +175,10 @@ def normalize_with_map(text: str) -> Normalized:
         ch = text[s]
         start = s - 1 if s > pos and ch in _MARKS else s  # a mark glues to its base
         if start > pos:
-            b.gap(text, pos, start)
+            if low is None:
+                b.gap(text, pos, start)
+            else:
+                b.add(low[pos:start], pos, start, True)
         if ch == "&":
             entity = _ENTITY.match(text, s)
             if entity is not None:
@@ -174,7 +193,10 @@ def normalize_with_map(text: str) -> Normalized:
         b.add(fold(text[start:end]), start, end, False)
         pos = end
     if pos < n:
-        b.gap(text, pos, n)
+        if low is None:
+            b.gap(text, pos, n)
+        else:
+            b.add(low[pos:n], pos, n, True)
     return b.finish()
 
 

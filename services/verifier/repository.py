@@ -1,9 +1,9 @@
 """Redis access for the verifier: read a run's evidence, write its one result.
 
-Exactly one result per run: the result is written with ``SET final NX``, and only the
-writer that won publishes ``RunFinished`` and the run's ``answer``/``done`` progress
-events. Two drafts for one run (the answerer's and the deadline watchdog's) race here
-and one loses quietly.
+Exactly one result per run: the first draft to claim the run (``SET owner NX``) writes
+the result (``SET final NX EX``) and alone publishes ``RunFinished`` and the run's
+``answer``/``done`` progress events. Two drafts for one run (the answerer's and the
+deadline watchdog's) race here and one loses quietly.
 
 Delivery is at-least-once, so a worker can die between claiming a run and
 publishing. The claim is an *owner token* (the stream entry ID of the draft), written
@@ -91,6 +91,11 @@ class Repository:
                 final_key(run_id), result.model_dump_json(), nx=True, ex=RUN_TTL_SECONDS
             )
             if not stored:
+                if claimed:
+                    # A result this protocol did not write (its claim expired first):
+                    # not ours to publish. Mark the claim done so no redelivery does.
+                    await self.redis.set(owner_key(run_id), mine + _DONE_SUFFIX, xx=True, keepttl=True)
+                    return False
                 # Our own earlier delivery stored it and died: publish what it stored.
                 earlier = await self.stored_result(run_id)
                 if earlier is None:

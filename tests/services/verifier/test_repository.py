@@ -162,3 +162,13 @@ async def test_store_errors_are_verifier_errors() -> None:
     with pytest.raises(StoreError):
         await Repository(dead).finish(decide(request(ending="degraded"), {}), "1-0")
     await dead.aclose()
+
+
+async def test_result_without_a_claim_is_not_republished(client) -> None:
+    run = run_id()
+    stored = decide(request(run_id=run, ending="degraded"), evidence())
+    await client.set(final_key(run), stored.model_dump_json(), ex=60)  # its claim expired
+    repo = Repository(client)
+    assert await repo.finish(decide(request(run_id=run, ending="degraded"), evidence()), "3-0") is False
+    assert await repo.finish(decide(request(run_id=run, ending="degraded"), evidence()), "3-0") is False
+    assert await finished_for(client, run) == []

@@ -176,3 +176,43 @@ async def test_draft_that_keeps_failing_is_dead_lettered(redis_url: str, client,
     assert VerificationRequested.model_validate_json(
         __import__("json").loads(fields[b"payload"])["data"]
     ).ending == "degraded"
+
+
+async def test_runs_as_a_process_with_metrics(redis_url: str, client) -> None:
+    import os
+    import subprocess
+    import sys
+    import urllib.request
+    from pathlib import Path
+
+    from tests.fixtures.redis_server import _free_port
+
+    root = Path(__file__).resolve().parents[3]
+    port = _free_port()
+    env = {**os.environ, "PM_REDIS_URL": redis_url, "PM_METRICS_PORT": str(port), "PYTHONPATH": str(root)}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "services.verifier.worker"],
+        cwd=root, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+    )
+    try:
+        # The group exists once the worker is subscribed; only then is a draft seen.
+        async def subscribed() -> bool:
+            return bool(await client.exists(DRAFTS)) and bool(await client.xinfo_groups(DRAFTS))
+
+        await wait_for(subscribed, timeout=30)
+        run = new_run()
+        await publish(client, DRAFTS, request(run_id=run, ending="degraded"))
+        (event,) = await wait_for(lambda: finished_for(client, run), timeout=30)
+        assert event.outcome == "degraded"
+        body = await asyncio.to_thread(
+            lambda: urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5).read().decode()
+        )
+        assert 'pm_runs_finished_total{outcome="degraded"} 1.0' in body
+        assert "pm_verifier_seconds_bucket" in body
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
