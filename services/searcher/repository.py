@@ -21,7 +21,28 @@ from shared.messages import EvidenceAttachment, EvidenceMessage, Hit
 from shared.scope import Scope
 
 SNIPPET_CHARS = 240
+# Words not worth highlighting in a snippet (they carry no match signal either: the
+# keyword index drops them too).
+_STOPWORDS = frozenset(
+    "a an and are as at be but by did do does for from had has have he her his how i if in into is it its "
+    "me my no not of on or our she so than that the their them then there these they this to was we were "
+    "what when where which who why will with you your".split()
+)
 _WORD = re.compile(r"[\w][\w.@-]*[\w]|\w", re.UNICODE)
+
+
+# An identifier (an invoice, claim or order number) is the keyword side's job: the
+# dense side ranks its near neighbours (INV-2024-0158 for INV-2024-0173) as high as the
+# exact match, and rank fusion then buries it. Hybrid puts exact identifier matches first.
+_IDENTIFIER = re.compile(
+    r"\b\w+(?:-\w+)*-\d+\b"  # INV-2024-0173, CLM-2024-55817
+    r"|\b(?=\w*\d)(?=\w*[A-Za-z])\w{3,}\b"  # HC2024, 4AB12
+    r"|\b\d{5,}\b"  # order 44817 (a year alone is not an identifier)
+)
+
+
+def identifiers(query: str) -> list[str]:
+    return [m.group() for m in _IDENTIFIER.finditer(query)]
 
 
 def _day_start(d: date) -> float:
@@ -62,7 +83,7 @@ def scope_filter(scope: Scope, narrowing: Narrowing | None = None, **extra: obje
 
 def mark_snippet(text: str, query: str, width: int = SNIPPET_CHARS) -> str:
     """A window of ``text`` around the first query term, terms wrapped in <mark>."""
-    terms = {t.casefold() for t in _WORD.findall(query) if len(t) > 1}
+    terms = {t.casefold() for t in _WORD.findall(query) if len(t) > 1} - _STOPWORDS
     flat = " ".join(text.split())
     first = None
     for m in _WORD.finditer(flat):
@@ -165,7 +186,21 @@ class ScopedMailRepository:
         flt = scope_filter(scope, narrowing)
         dense = None if mode == "keyword" else self._embedder.embed([query])[0]
         chunks = self._index.query(flt, mode=mode, text=query, dense=dense, limit=limit * 4)
-        return group_hits(chunks, query, limit)
+        hits = group_hits(chunks, query, limit)
+        ids = identifiers(query) if mode == "hybrid" else []
+        if ids:
+            exact = [
+                h
+                for h in group_hits(self._index.query(flt, mode="keyword", text=" ".join(ids), dense=None, limit=limit * 4), query, limit)
+                if any(i.casefold() in h.snippet.casefold() for i in ids)
+            ]
+            first = {h.message_id for h in exact}
+            rest = [h for h in hits if h.message_id not in first]
+            # Keep scores on the fused scale, exact matches just above the rest.
+            top = rest[0].score if rest else 0.0
+            exact = [h.model_copy(update={"score": top + 1e-3 * (len(exact) - i)}) for i, h in enumerate(exact)]
+            hits = (exact + rest)[:limit]
+        return hits
 
     def messages(self, scope: Scope, message_ids: Sequence[str]) -> list[EvidenceMessage]:
         if not message_ids:

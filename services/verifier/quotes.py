@@ -38,6 +38,7 @@ _DOUBLE_PAIRS: dict[str, str] = {
     "『": "』",
 }
 _OPENING_CONTEXT = " \t\n([{<—–-/"
+_SINGLE_OPENER = re.compile("[‘']")
 _EDGE_PUNCT = " .,;:"
 
 
@@ -80,41 +81,34 @@ def double_quote_spans(text: str) -> list[tuple[int, int]]:
     return spans
 
 
-def _single_quote_spans(text: str, blocked: list[tuple[int, int]]) -> list[tuple[int, int]]:
-    def inside(pos: int) -> bool:
-        return any(a <= pos <= b for a, b in blocked)
+def _closing(text: str, closer: str, j: int) -> int:
+    """Index of the first ``closer`` from ``j`` that ends a word (not an apostrophe)."""
+    n = len(text)
+    while (j := text.find(closer, j)) != -1:
+        if not text[j - 1].isspace() and (j + 1 == n or not text[j + 1].isalnum()):
+            return j
+        j += 1
+    return -1
 
+
+def _single_quote_spans(text: str, blocked: list[tuple[int, int]]) -> list[tuple[int, int]]:
     spans: list[tuple[int, int]] = []
     n = len(text)
-    i = 0
-    while i < n:
-        ch = text[i]
-        if ch not in "‘'" or inside(i):
-            i += 1
+    done = 0
+    for m in _SINGLE_OPENER.finditer(text):
+        i = m.start()
+        if i < done or any(a <= i <= b for a, b in blocked):
             continue
-        at_word_start = (i == 0 or text[i - 1] in _OPENING_CONTEXT) and i + 1 < n
-        if not at_word_start or text[i + 1].isspace():
-            i += 1
-            continue
-        closer = "’" if ch == "‘" else "'"
-        j = i + 1
-        found = -1
-        while j < n:
-            if text[j] == closer and not text[j - 1].isspace():
-                after = text[j + 1] if j + 1 < n else ""
-                if not after.isalnum():
-                    found = j
-                    break
-            j += 1
+        if not ((i == 0 or text[i - 1] in _OPENING_CONTEXT) and i + 1 < n) or text[i + 1].isspace():
+            continue  # not at the start of a word: an apostrophe
+        ch = m.group()
+        found = _closing(text, "’" if ch == "‘" else "'", i + 1)
         if found == -1:
-            i += 1
             continue
-        inner = text[i + 1 : found]
-        if ch == "'" and len(inner.split()) < 2:
-            i += 1
+        if ch == "'" and len(text[i + 1 : found].split()) < 2:
             continue
         spans.append((i, found))
-        i = found + 1
+        done = found + 1
     return spans
 
 

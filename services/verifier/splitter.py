@@ -43,6 +43,7 @@ _TERMINATOR = re.compile(r"[.!?…。！？‼⁇⁈⁉]+")
 _CLOSERS = frozenset("\"'”’»›)]}」』〞〟＂＇")
 _OPENERS = "([{\"'“‘«„¿¡"
 _SPACES = re.compile(r"\s+")
+_LAST_WORD = re.compile(r"\S*\Z")
 
 _ALWAYS_ABBREV = frozenset(
     """mr mrs ms mx dr prof rev hon gen col capt lt sgt st mt ft vs v cf e.g i.e eg ie
@@ -92,10 +93,9 @@ def _blocks(text: str) -> list[tuple[int, int]]:
 
 
 def _word_before(block: str, i: int) -> str:
-    j = i
-    while j > 0 and not block[j - 1].isspace():
-        j -= 1
-    return block[j:i].lstrip(_OPENERS)
+    # Abbreviations are short: looking 40 characters back is plenty.
+    tail = _LAST_WORD.search(block, max(0, i - 40), i)
+    return (tail.group() if tail else "").lstrip(_OPENERS)
 
 
 def _abbreviation_blocks(block: str, i: int, nxt: str) -> bool:
@@ -112,11 +112,12 @@ def _abbreviation_blocks(block: str, i: int, nxt: str) -> bool:
 def _boundaries(block: str, markers: list[Marker]) -> list[int]:
     n = len(block)
     marker_at = {m.start: m for m in markers}
+    in_marker = {i for m in markers for i in range(m.start, m.end)}
     quotes = [(a, b) for a, b in double_quote_spans(block) if b < n]
     cuts: list[int] = []
     for term in _TERMINATOR.finditer(block):
         i, j = term.span()
-        if any(m.start <= i < m.end for m in markers):
+        if i in in_marker:
             continue  # a stop inside an ID
         k = j
         while k < n and block[k] in _CLOSERS:
@@ -162,7 +163,7 @@ def split_sentences(text: str) -> list[Sentence]:
             if not raw:
                 continue
             sentence = Sentence(start, start + len(raw), _SPACES.sub(" ", raw))
-            if sentences and _only_markers(raw):
+            if sentences and raw[0] == "[" and _only_markers(raw):
                 last = sentences.pop()
                 sentence = Sentence(last.start, sentence.end, f"{last.text} {sentence.text}")
             sentences.append(sentence)

@@ -7,6 +7,8 @@ to its own client's classes, so the two cannot drift apart in what a filter mean
 
 from __future__ import annotations
 
+import re
+
 from dataclasses import dataclass
 from typing import Any, Union
 

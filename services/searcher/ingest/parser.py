@@ -215,11 +215,11 @@ def _is_body(part: Message) -> bool:
     """Plain or HTML text the sender wrote, as opposed to a file they attached."""
     if part.get_content_type() not in {"text/plain", "text/html"}:
         return False  # text/csv, text/calendar, ... are files even when shown inline
-    disposition = part.get_content_disposition()
-    if disposition == "attachment":
+    if part.get_content_disposition() == "attachment":
         return False
-    # A named part without a disposition is how many clients attach .txt/.html files.
-    return disposition == "inline" or not _filename(part)
+    # A named text part is a file, even "inline": Apple Mail attaches .txt files that way,
+    # while no client names the part that holds the text someone typed.
+    return not _filename(part)
 
 
 def _forwarded(part: Message, bodies: list[str], attachments: list[ParsedAttachment]) -> None:

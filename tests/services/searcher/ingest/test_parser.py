@@ -219,3 +219,12 @@ def test_malformed_input_raises(data, reason):
     with pytest.raises(MalformedMessage, match=reason) as info:
         parse_message(data)
     assert isinstance(info.value, IngestError)
+
+
+def test_inline_named_text_part_is_an_attachment():
+    data = (_HEAD + b'Content-Type: multipart/mixed; boundary="b"\n\n--b\nContent-Type: text/plain\n\nSee the list.\n'
+            b'--b\nContent-Type: text/plain; name="list.txt"\nContent-Disposition: inline; filename="list.txt"\n\n'
+            b"milk\neggs\n--b--\n")
+    m = parse_message(data)
+    assert m.body_text == "See the list."
+    assert [(a.filename, a.text) for a in m.attachments] == [("list.txt", "milk\neggs")]
