@@ -211,6 +211,34 @@ def ask(
 
 
 @app.command()
+def verify(
+    run_or_draft: str = typer.Argument(..., help="A run id (stored result), or a draft JSON file"),
+    evidence: Optional[Path] = typer.Option(None, help="Evidence JSON file (a list of messages) for a draft file"),
+) -> None:
+    """Re-verify a stored run or a draft against its evidence; print the verdict as JSON."""
+    from services.verifier.audit import verify_command
+    from shared.errors import PmError
+    from shared.settings import VerifierSettings
+
+    settings = cli_settings()
+    redis_settings = VerifierSettings()
+    secrets_file = settings.var_dir / "secrets.json"
+    if redis_settings.redis_username is None and secrets_file.exists():
+        # Audit a local stack with the verifier's own (read-only for evidence) Redis user.
+        password = json.loads(secrets_file.read_text())["passwords"]["verifier"]
+        redis_settings = VerifierSettings(
+            redis_url=f"redis://127.0.0.1:{settings.redis_port}/0", redis_username="verifier", redis_password=password
+        )
+    try:
+        verdict = verify_command(run_or_draft, evidence, redis_settings)
+    except PmError as exc:
+        fail(exc.detail)
+    except Exception as exc:  # e.g. Redis unreachable: one line, not a trace
+        fail(f"{type(exc).__name__}: {exc}")
+    out.print_json(data=verdict)
+
+
+@app.command()
 def up(
     no_demo: bool = typer.Option(False, "--no-demo", help="Do not load the demo mailbox"),
 ) -> None:

@@ -18,7 +18,7 @@ but before the mark) can repeat ``RunFinished`` for a run; readers treat it as
 idempotent by ``run_id``. A lost ``RunFinished`` would be worse.
 
 Keys written: ``final_key(run)``, ``owner_key(run)``, ``progress_key(run)``,
-``pm:results``. Read: ``evidence_key(run)``.
+``pm:results``. Read: ``evidence_key(run)``, ``snapshot_key(run)``.
 """
 
 from __future__ import annotations
@@ -31,8 +31,8 @@ from pydantic import ValidationError
 from redis.exceptions import RedisError
 
 from shared.bus import publish
-from shared.messages import EvidenceMessage, ProgressEvent, RunFinished, RunResult
-from shared.streams import RESULTS, RUN_TTL_SECONDS, evidence_key, final_key, progress_key, run_key
+from shared.messages import EvidenceMessage, ProgressEvent, RunFinished, RunResult, RunSnapshot
+from shared.streams import RESULTS, RUN_TTL_SECONDS, evidence_key, final_key, progress_key, run_key, snapshot_key
 from services.verifier.errors import StoreError
 
 log = logging.getLogger("pmsearch.verifier")
@@ -69,6 +69,21 @@ class Repository:
             except ValidationError as exc:
                 log.warning("run %s: evidence %s unreadable, skipped: %s", run_id, message_id, exc)
         return evidence
+
+    async def snapshot(self, run_id: str) -> RunSnapshot | None:
+        """The planner's trace and usage so far, for endings the planner did not write
+        (the deadline watchdog's)."""
+        try:
+            raw = await self.redis.get(snapshot_key(run_id))
+        except RedisError as exc:
+            raise StoreError(f"cannot read the snapshot of run {run_id}: {exc}") from exc
+        if raw is None:
+            return None
+        try:
+            return RunSnapshot.model_validate_json(raw)
+        except ValidationError:
+            log.warning("run %s: snapshot unreadable, ignored", run_id)
+            return None
 
     async def stored_result(self, run_id: str) -> RunResult | None:
         raw = await self.redis.get(final_key(run_id))

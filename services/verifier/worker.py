@@ -94,6 +94,13 @@ async def handle(
     repo = Repository(redis)
     try:
         evidence = await repo.load_evidence(request.run_id)
+        if not request.trace.steps:
+            # The watchdog's ending carries no trace: report what the planner did.
+            snapshot = await repo.snapshot(request.run_id)
+            if snapshot is not None:
+                request = request.model_copy(
+                    update={"trace": snapshot.trace, "usage": snapshot.usage, "hits": request.hits or snapshot.hits}
+                )
         result, verdict = decide_with_verdict(request, evidence)
         published = await repo.finish(result, token)
     except Exception as exc:  # noqa: BLE001 - decide between retry and dead letter

@@ -129,6 +129,7 @@ def test_hanging_model_ends_at_the_deadline(api, stack_model):
     took = time.monotonic() - started
     assert result["outcome"] == "budget_exhausted"
     assert result["evidence"], "the first search's evidence is kept"
+    assert result["trace"]["steps"][0]["kind"] == "first_search"  # the planner's trace, not an empty one
     assert took < 3 + 1.5 + 3, took  # deadline + watchdog grace + slack
 
 
