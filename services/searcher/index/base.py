@@ -126,5 +126,10 @@ class MailIndex(Protocol):
     def count(self, flt: IndexFilter) -> int:
         ...
 
+    def has_message(self, tenant_id: str, message_id: str) -> bool:
+        """Whether any point of this message exists in any mailbox of the tenant,
+        quarantined or not. For ingest's idempotency only: it answers existence and
+        returns no mail."""
+
     def close(self) -> None:
         ...

@@ -195,6 +195,10 @@ class EdgeIndex:
             return 0
         return self.shard.count(qe.CountRequest(exact=True, filter=_filter(cond)))
 
+    def has_message(self, tenant_id: str, message_id: str) -> bool:
+        cond = layout.existence_conditions(tenant_id, message_id)
+        return self.shard.count(qe.CountRequest(exact=True, filter=_filter(cond))) > 0
+
     def _dense_request(self, where: qe.Filter, dense: Sequence[float] | None, limit: int) -> qe.QueryRequest:
         if dense is None:
             raise ValueError("a dense vector is required")

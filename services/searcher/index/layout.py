@@ -127,6 +127,11 @@ def conditions(flt: IndexFilter) -> Conditions:
     return Conditions(must=tuple(must), must_not=(QUARANTINED,), impossible=impossible)
 
 
+def existence_conditions(tenant_id: str, message_id: str) -> Conditions:
+    """Any point of one message in a tenant, quarantined included (ingest's duplicate check)."""
+    return Conditions(must=(Match(TENANT_FIELD, tenant_id), Match("message_id", message_id)), must_not=(), impossible=False)
+
+
 def _lower(values: tuple[str, ...]) -> tuple[str, ...]:
     return tuple(v.lower() for v in values)
 

@@ -164,6 +164,10 @@ class ServerIndex:
             return 0
         return self.client.count(self.collection, count_filter=_filter(cond), exact=True).count
 
+    def has_message(self, tenant_id: str, message_id: str) -> bool:
+        cond = layout.existence_conditions(tenant_id, message_id)
+        return self.client.count(self.collection, count_filter=_filter(cond), exact=True).count > 0
+
     def _records(self, flt: IndexFilter, limit: int, *, with_vector: bool) -> list[models.Record]:
         cond = layout.conditions(flt)
         if cond.impossible or limit <= 0:

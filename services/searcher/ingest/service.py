@@ -160,7 +160,8 @@ class Ingester:
         report.chunks += len(payloads)
 
     def _exists(self, tenant_id: str, scope: tuple[str, ...], mid: str) -> bool:
-        return self.index.count(IndexFilter(tenant_id=tenant_id, mailboxes=scope, message_ids=(mid,))) > 0
+        # Tenant-wide and quarantine included: a message is one message, wherever filed.
+        return self.index.has_message(tenant_id, mid)
 
     def _thread(self, tenant_id: str, scope: tuple[str, ...], msg: ParsedMessage, state: _RunState) -> str:
         """Thread of a referenced message we already know, else the References root,

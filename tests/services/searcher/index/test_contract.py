@@ -10,7 +10,7 @@ import pytest
 import qdrant_edge as qe
 from qdrant_client import QdrantClient
 
-from services.searcher.index.base import IndexFilter, MailIndex
+from services.searcher.index.base import Chunk, ChunkPayload, IndexFilter, MailIndex
 from services.searcher.index.edge import EdgeIndex
 from services.searcher.index.server import ServerIndex
 
@@ -254,3 +254,14 @@ def test_open_index_picks_adapter(tmp_path, monkeypatch):
     )
     assert isinstance(server, ServerIndex) and server.collection == "c1"
     assert seen == {"location": "http://qdrant.internal:6333", "api_key": "k"}
+
+
+def test_has_message_sees_quarantined_points_of_any_mailbox(index):
+    payload = dict(
+        tenant_id="acme", mailbox="hidden-box", message_id="mq", rfc_message_id="q@x", thread_id="t",
+        subject="s", normalized_subject="s", sender="a", sender_email="a@x", text="win a prize", quarantined=True,
+    )
+    index.upsert([Chunk(payload=ChunkPayload(**payload), dense=[1.0] + [0.0] * (DIM - 1))])
+    assert index.has_message("acme", "mq")
+    assert not index.has_message("globex", "mq")
+    assert not index.has_message("acme", "other")
