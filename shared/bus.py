@@ -33,7 +33,11 @@ def redis_kwargs(settings: _Base) -> dict[str, Any]:
 
 
 def connect(settings: _Base) -> aioredis.Redis:
-    return aioredis.from_url(settings.redis_url, decode_responses=False, **redis_kwargs(settings))
+    # No socket read timeout: blocking reads (BLPOP, XREAD BLOCK) carry their own, and
+    # redis-py's default of 5 s would cut a long ingest reply short.
+    return aioredis.from_url(
+        settings.redis_url, decode_responses=False, socket_timeout=None, health_check_interval=30, **redis_kwargs(settings)
+    )
 
 
 def encode(message: BaseModel) -> dict[str, bytes]:

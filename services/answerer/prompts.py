@@ -7,16 +7,15 @@ from typing import Any
 from shared.fencing import Fence
 from shared.messages import EvidenceMessage
 
-MESSAGE_CHARS = 1000
+MESSAGE_CHARS = 700
 # The embedded model reads about 70 prompt tokens a second on two cores: the evidence
 # shown is the run's main cost. Quotes are still checked against the whole source.
 EVIDENCE_BUDGET = 4200
 
 RULES = """You answer a question about a person's mail using only the evidence messages given.
-Reply with one JSON object: {"sentences": [{"text": "...", "citations": ["<message_id>"]}]}.
-- Write 1 to 4 short sentences. Each sentence states one fact and cites the message_id(s) it comes from.
-- Copy exact wording from the message inside double quotes where you can, e.g. the claim "has been approved".
-- Only cite message_ids that appear in the evidence. Never invent facts, ids or quotes.
+Reply with one JSON object: {"sentences": [{"citations": ["<message_id>"], "quote": "<exact words from that message>", "text": "<one statement>"}]}.
+- Write 1 to 3 statements that answer the question. For each: the message_id it comes from, 3 to 15 words copied exactly from that message that prove it, and the statement in your own words.
+- Prefer the most recent message that decides the matter. Only cite message_ids that appear in the evidence. Never invent facts, ids or quotes.
 - If the evidence does not answer the question, reply {"sentences": []}."""
 
 

@@ -4,6 +4,7 @@ an ending, so every run finishes."""
 
 from __future__ import annotations
 
+import re
 import time
 
 from redis.asyncio import Redis
@@ -24,16 +25,34 @@ from shared.messages import (
     VerificationRequested,
 )
 
-MAX_MESSAGES = 8
+MAX_MESSAGES = 6
+_WORD = re.compile(r"\w+", re.UNICODE)
+_STOP = frozenset(
+    "the and for are was were did does do has have had our your their with from that this what when which who "
+    "after before about into than then them they there any all can will would should could".split()
+)
 
 
-async def load_evidence(redis: Redis, run_id: str, focus: list[str]) -> list[EvidenceMessage]:
+def _stems(text: str) -> set[str]:
+    # A five-letter prefix is a crude stem, but enough to match "accept" with "accepted".
+    return {w[:5] for w in (t.casefold() for t in _WORD.findall(text)) if len(w) > 2 and w not in _STOP}
+
+
+def rank_evidence(question: str, messages: list[EvidenceMessage]) -> list[EvidenceMessage]:
+    """Messages sharing more of the question's words first; ties keep the search order.
+    The model reads only the first few, so the order decides what it can cite."""
+    wanted = _stems(question)
+    scored = [(-len(wanted & _stems(f"{m.subject} {m.body}")), i, m) for i, m in enumerate(messages)]
+    return [m for _, _, m in sorted(scored, key=lambda t: (t[0], t[1]))]
+
+
+async def load_evidence(redis: Redis, run_id: str, focus: list[str], question: str = "") -> list[EvidenceMessage]:
     """The run's evidence as the searcher stored it, most relevant first."""
     raw = await redis.hgetall(streams.evidence_key(run_id))
     found = {k.decode() if isinstance(k, bytes) else k: EvidenceMessage.model_validate_json(v) for k, v in raw.items()}
     ordered = [found[m] for m in focus if m in found]
     ordered += [m for k, m in found.items() if k not in set(focus)]
-    return ordered[:MAX_MESSAGES]
+    return rank_evidence(question, ordered)[:MAX_MESSAGES]
 
 
 class Answerer:
@@ -42,7 +61,7 @@ class Answerer:
         self.model = model
 
     async def answer(self, req: AnswerRequested) -> None:
-        evidence = await load_evidence(self.redis, req.run_id, req.focus)
+        evidence = await load_evidence(self.redis, req.run_id, req.focus, req.question)
         trace, usage = req.trace.model_copy(deep=True), req.usage.model_copy()
         ending, draft, reason = "answer", None, None
         started = time.monotonic()
@@ -56,7 +75,7 @@ class Answerer:
                 usage.model_calls += result.attempts
                 usage.prompt_tokens += result.usage.prompt_tokens
                 usage.completion_tokens += result.usage.completion_tokens
-                draft = Draft(sentences=[DraftSentence(text=s.text, citations=s.citations) for s in result.value.sentences])
+                draft = Draft(sentences=[DraftSentence(text=s.sentence(), citations=s.citations) for s in result.value.sentences])
             except ModelOutputInvalid as exc:
                 usage.model_calls += 2
                 ending, reason = "insufficient_evidence", f"the answer could not be used: {exc.detail}"

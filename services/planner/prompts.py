@@ -11,7 +11,7 @@ from shared.messages import ToolOutcome
 NOTE_CHARS = 1200  # one observation as the model reads it
 # All observations of one call. The embedded model reads about 70 prompt tokens a
 # second on two cores, so the prompt size is the run's main cost.
-NOTES_BUDGET = 3600
+NOTES_BUDGET = 2600
 
 TOOLS_HELP = """Tools (read-only; arguments can only narrow what you may see):
 - search {"query": str, "mode": "keyword"|"semantic"|"hybrid", "limit": int, "senders": [email], "date_from": "YYYY-MM-DD", "date_to": "YYYY-MM-DD", "has_attachment": bool, "folders": [str]}
@@ -57,7 +57,11 @@ def judge_messages(question: str, notes: list[str], fence: Fence, steps_left: in
             "role": "user",
             "content": (
                 f"Question: {question}\n\n{fence.system_rules()}\n\nObservations so far:\n{observed}\n\n"
-                f"You have {steps_left} step(s) left. Decide the next action."
+                + (
+                    f"You have {steps_left} step(s) left. Decide the next action."
+                    if steps_left > 1
+                    else "This is your last step: no more searches. Reply answer if the observations answer the question, else give_up."
+                )
             ),
         },
     ]

@@ -32,6 +32,19 @@ class PlannerAction(BaseModel):
     reason: str = Field(default="", max_length=400)
 
 
+class FinalAction(BaseModel):
+    """The last step: no searches left, so answer from the evidence found or give up."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    action: Literal["answer", "give_up"]
+    reason: str = Field(default="", max_length=400)
+
+    @property
+    def calls(self) -> list[PlannedCall]:
+        return []
+
+
 Decision = Literal["pending", "search", "judging", "answer", "give_up", "degraded", "done"]
 
 

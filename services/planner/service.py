@@ -16,7 +16,9 @@ from typing import Any
 from services.planner import metrics
 from services.planner.prompts import judge_messages, observation_note, plan_messages
 from services.planner.repository import PlannerRepository
-from services.planner.schemas import PlannerAction, RunState
+from services.planner.schemas import FinalAction, PlannerAction, RunState
+
+Action = PlannerAction | FinalAction
 from shared import streams
 from shared.fencing import Fence
 from shared.llm import ModelClient, ModelError, ModelOutputInvalid
@@ -83,8 +85,11 @@ class Planner:
             if not judge:
                 return
             run = state.run
-            messages = judge_messages(run.question, state.notes, Fence.new(), run.max_steps - state.steps_used)
-            action, usage, seconds, error = await self._ask(messages, run.deadline, "judge")
+            steps_left = run.max_steps - state.steps_used
+            messages = judge_messages(run.question, state.notes, Fence.new(), steps_left)
+            # On the last step the reply's schema has no "search": the model must decide.
+            schema = FinalAction if steps_left <= 1 else PlannerAction
+            action, usage, seconds, error = await self._ask(messages, run.deadline, "judge", schema)
             async with self.repo.locked(run_id):
                 state = await self.repo.load(run_id)
                 if state.decision != "judging":
@@ -120,7 +125,7 @@ class Planner:
         return False
 
     async def _apply(
-        self, state: RunState, action: PlannerAction | None, usage: Usage, seconds: float, error: str | None, *, kind: str
+        self, state: RunState, action: Action | None, usage: Usage, seconds: float, error: str | None, *, kind: str
     ) -> None:
         step = state.next_step
         state.next_step += 1
@@ -135,21 +140,31 @@ class Planner:
             state.decision = "search" if error and error.startswith("invalid") else "degraded"
             state.reason = error
             return
-        if action.action == "search" and action.calls:
+        fresh = [c for c in action.calls if not _already_made(state, c.tool, c.arguments)]
+        if action.action == "search" and fresh:
             calls = [
                 ToolCall(call_id=f"s{step}-{i + 1}", tool=c.tool, arguments=c.arguments)
-                for i, c in enumerate(action.calls[:MAX_CALLS_PER_STEP])
+                for i, c in enumerate(fresh[:MAX_CALLS_PER_STEP])
             ]
             state.awaiting.append(step)
             state.decision = "search"
             await self._send_tools(state, step, calls, kind=kind, note=action.reason)
+            return
+        if action.action == "search":
+            # Every call repeats one already made: nothing new can come of it, so answer
+            # from what was found instead of spending the budget on it.
+            state.decision = "answer" if state.focus else "give_up"
+            state.reason = "the planner repeated earlier searches"
         elif action.action == "give_up":
             state.decision, state.reason = "give_up", action.reason or None
         else:
             state.decision = "answer"
         await self.repo.progress(
             state.run.run_id,
-            ProgressEvent(event="step", payload={"step": step, "kind": kind, "action": action.action, "reason": action.reason}),
+            ProgressEvent(
+                event="step",
+                payload={"step": step, "kind": kind, "action": state.decision, "reason": state.reason or action.reason},
+            ),
         )
 
     def _record(self, state: RunState, batch: ToolBatchCompleted) -> None:
@@ -217,11 +232,11 @@ class Planner:
         )
 
     async def _ask(
-        self, messages: list[dict[str, Any]], deadline: float, stage: str
-    ) -> tuple[PlannerAction | None, Usage, float, str | None]:
+        self, messages: list[dict[str, Any]], deadline: float, stage: str, schema: type[Action] = PlannerAction
+    ) -> tuple[Action | None, Usage, float, str | None]:
         started = time.monotonic()
         try:
-            result = await self.model.structured(messages, PlannerAction, name="planner_action", deadline=deadline)
+            result = await self.model.structured(messages, schema, name="planner_action", deadline=deadline)
         except ModelOutputInvalid as exc:
             metrics.MODEL_CALLS.labels(stage, "invalid").inc()
             return None, Usage(model_calls=2), time.monotonic() - started, f"invalid model output: {exc.detail}"
@@ -236,6 +251,10 @@ class Planner:
             model_calls=result.attempts, prompt_tokens=result.usage.prompt_tokens, completion_tokens=result.usage.completion_tokens
         )
         return result.value, usage, result.seconds, None
+
+
+def _already_made(state: RunState, tool: str, arguments: dict[str, Any]) -> bool:
+    return any(c.tool == tool and c.arguments == arguments for c in state.trace.searched)
 
 
 def _add_usage(total: Usage, part: Usage) -> None:
