@@ -152,6 +152,8 @@ class Stack:
             PM_MODEL_BASE_URL=f"http://127.0.0.1:{port}/v1",
             PM_MODEL_OUTPUT="json_object_schema",
             PM_AGENT_MODEL=MODEL_ALIAS,
+            # A call with fenced mail takes 10-30 s on two CPU cores.
+            PM_MODEL_TIMEOUT_SECONDS="90",
         )
 
     def start(self) -> "Stack":

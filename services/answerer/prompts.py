@@ -7,10 +7,10 @@ from typing import Any
 from shared.fencing import Fence
 from shared.messages import EvidenceMessage
 
-MESSAGE_CHARS = 700
+MESSAGE_CHARS = 600
 # The embedded model reads about 70 prompt tokens a second on two cores: the evidence
 # shown is the run's main cost. Quotes are still checked against the whole source.
-EVIDENCE_BUDGET = 4200
+EVIDENCE_BUDGET = 3200
 
 RULES = """You answer a question about a person's mail using only the evidence messages given.
 Reply with one JSON object: {"sentences": [{"citations": ["<message_id>"], "quote": "<exact words from that message>", "text": "<one statement>"}]}.

@@ -46,6 +46,17 @@ def rank_evidence(question: str, messages: list[EvidenceMessage]) -> list[Eviden
     return [m for _, _, m in sorted(scored, key=lambda t: (t[0], t[1]))]
 
 
+MIN_COVERAGE = 0.5
+
+
+def coverage(question: str, messages: list[EvidenceMessage]) -> float:
+    """The largest share of the question's words that one evidence message mentions."""
+    wanted = _stems(question)
+    if not wanted or not messages:
+        return 0.0
+    return max(len(wanted & _stems(f"{m.subject} {m.body}")) / len(wanted) for m in messages)
+
+
 async def load_evidence(redis: Redis, run_id: str, focus: list[str], question: str = "") -> list[EvidenceMessage]:
     """The run's evidence as the searcher stored it, most relevant first."""
     raw = await redis.hgetall(streams.evidence_key(run_id))
@@ -67,6 +78,10 @@ class Answerer:
         started = time.monotonic()
         if not evidence:
             ending, reason = "insufficient_evidence", "nothing was found to answer from"
+        elif coverage(req.question, evidence) < MIN_COVERAGE:
+            # No message even mentions most of what was asked: a model asked to answer
+            # anyway would cite something real in support of something invented.
+            ending, reason = "insufficient_evidence", "no evidence message mentions what the question asks about"
         else:
             try:
                 result = await self.model.structured(

@@ -11,7 +11,7 @@ from shared.messages import ToolOutcome
 NOTE_CHARS = 1200  # one observation as the model reads it
 # All observations of one call. The embedded model reads about 70 prompt tokens a
 # second on two cores, so the prompt size is the run's main cost.
-NOTES_BUDGET = 2600
+NOTES_BUDGET = 2000
 
 TOOLS_HELP = """Tools (read-only; arguments can only narrow what you may see):
 - search {"query": str, "mode": "keyword"|"semantic"|"hybrid", "limit": int, "senders": [email], "date_from": "YYYY-MM-DD", "date_to": "YYYY-MM-DD", "has_attachment": bool, "folders": [str]}

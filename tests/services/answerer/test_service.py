@@ -31,3 +31,11 @@ def test_evidence_sharing_the_questions_words_comes_first():
 def test_ties_keep_the_search_order():
     a, b = _msg("a", "x", "claim"), _msg("b", "y", "claim")
     assert [m.message_id for m in rank_evidence("claim", [a, b])] == ["a", "b"]
+
+
+def test_coverage_is_the_best_share_of_question_words_one_message_mentions():
+    from services.answerer.service import coverage
+
+    golf = _msg("a", "Decision on claim", "the insurer accepted the Golf claim")
+    assert coverage("Did the insurer accept the Golf claim?", [golf]) == 1.0
+    assert coverage("What is the budget of our moon base?", [golf]) == 0.0
