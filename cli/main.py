@@ -26,7 +26,7 @@ tenants_app = typer.Typer(no_args_is_help=True, help="Manage tenant settings.")
 app.add_typer(keys_app, name="keys")
 app.add_typer(tenants_app, name="tenants")
 out = Console()
-err = Console(stderr=True)
+err = Console(stderr=True, soft_wrap=True)  # one line per message, whatever the width
 
 BATCH = 50
 
@@ -44,6 +44,13 @@ def _admin_token(settings: CliSettings) -> str:
         return json.loads(secrets_file.read_text())["admin_token"]
     fail("no admin token: set PM_ADMIN_TOKEN or run from the folder where `pmsearch up` ran")
     raise AssertionError
+
+
+def _api_key(settings: CliSettings, key: str | None) -> str:
+    api_key = key or (settings.api_key.get_secret_value() if settings.api_key else None)
+    if not api_key:
+        fail("no API key: pass --key or set PM_API_KEY")
+    return api_key  # type: ignore[return-value]
 
 
 class Admin:
@@ -172,9 +179,7 @@ def search(
 ) -> None:
     """Search with an API key and print the hits."""
     settings = cli_settings()
-    api_key = key or (settings.api_key.get_secret_value() if settings.api_key else None)
-    if not api_key:
-        fail("no API key: pass --key or set PM_API_KEY")
+    api_key = _api_key(settings, key)
     resp = httpx.post(
         f"{url or settings.gateway_url}/v1/search",
         json={"query": query, "mode": mode, "limit": limit},
@@ -199,9 +204,7 @@ def ask(
     from cli.ask import ask as run_ask
 
     settings = cli_settings()
-    api_key = key or (settings.api_key.get_secret_value() if settings.api_key else None)
-    if not api_key:
-        fail("no API key: pass --key or set PM_API_KEY")
+    api_key = _api_key(settings, key)
     try:
         result = run_ask(out, url or settings.gateway_url, api_key, question)
     except (RuntimeError, httpx.HTTPError) as exc:

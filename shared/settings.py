@@ -24,6 +24,8 @@ class _Base(BaseSettings):
     redis_password: SecretStr | None = None
     metrics_port: int | None = None
     log_level: str = "INFO"
+    # Messages one worker handles at once per stream; model-calling stages mostly wait.
+    worker_concurrency: int = 32
 
 
 class ScopeKeySettings(_Base):

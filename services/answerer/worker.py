@@ -29,7 +29,7 @@ async def on_answer(req: AnswerRequested) -> None:
     await answerer.answer(req)
 
 
-subscribe(broker, redis, streams.ANSWERS, AnswerRequested, on_answer, concurrency=16)
+subscribe(broker, redis, streams.ANSWERS, AnswerRequested, on_answer, concurrency=settings.worker_concurrency)
 
 
 @app.on_startup

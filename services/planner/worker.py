@@ -35,8 +35,8 @@ async def on_observation(batch: ToolBatchCompleted) -> None:
 
 
 # Runs wait on the model for seconds at a time: take several at once.
-subscribe(broker, redis, streams.RUNS, RunRequested, on_run, concurrency=16)
-subscribe(broker, redis, streams.OBSERVATIONS, ToolBatchCompleted, on_observation, concurrency=16)
+subscribe(broker, redis, streams.RUNS, RunRequested, on_run, concurrency=settings.worker_concurrency)
+subscribe(broker, redis, streams.OBSERVATIONS, ToolBatchCompleted, on_observation, concurrency=settings.worker_concurrency)
 
 
 @app.on_startup

@@ -184,8 +184,8 @@ async def on_ingest(req: IngestRequested) -> None:
 
 _KNOWN_TOOLS = {"search", "read_thread", "read_message", "read_attachment_text", "find_related", "contacts"}
 
-subscribe(broker, redis, streams.QUERIES, SearchRequested, on_query)
-subscribe(broker, redis, streams.TOOLS, ToolBatchRequested, on_tools)
+subscribe(broker, redis, streams.QUERIES, SearchRequested, on_query, concurrency=settings.worker_concurrency)
+subscribe(broker, redis, streams.TOOLS, ToolBatchRequested, on_tools, concurrency=settings.worker_concurrency)
 subscribe(broker, redis, streams.INGEST, IngestRequested, on_ingest)
 
 

@@ -1,0 +1,10 @@
+"""Run every benchmark, one after another (``python -m bench``)."""
+
+import subprocess
+import sys
+
+BENCHES = ["bench.verifier", "bench.search", "bench.gateway", "bench.agentic"]
+
+if __name__ == "__main__":
+    failed = [b for b in BENCHES if subprocess.call([sys.executable, "-m", b]) != 0]
+    sys.exit(1 if failed else 0)

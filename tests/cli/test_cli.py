@@ -1,0 +1,75 @@
+"""The pmsearch command against a running stack, as a user runs it."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from email.message import EmailMessage
+
+import pytest
+
+
+def pmsearch(stack, *args: str, key: str | None = None) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PM_")}
+    env.update(PM_GATEWAY_URL=stack.gateway_url, PM_ADMIN_TOKEN=stack.secrets.admin_token)
+    if key:
+        env["PM_API_KEY"] = key
+    return subprocess.run([sys.executable, "-m", "cli.main", *args], env=env, capture_output=True, text=True, timeout=120)
+
+
+def _eml(n: int) -> bytes:
+    msg = EmailMessage()
+    msg["From"] = "Ida Quist <ida@acme.example>"
+    msg["To"] = "alice@acme.example"
+    msg["Subject"] = f"CLI import check {n}"
+    msg["Message-ID"] = f"<cli-import-{n}@acme.example>"
+    msg["Date"] = "Mon, 06 May 2024 09:00:00 +0200"
+    msg.set_content(f"Zebra crossing repaint number {n} is booked.")
+    return bytes(msg)
+
+
+def test_ingest_reports_each_malformed_message_on_one_line_and_imports_the_rest(demo_stack, tmp_path):
+    folder = tmp_path / "mail"
+    folder.mkdir()
+    for n in range(3):
+        (folder / f"{n}.eml").write_bytes(_eml(n))
+    (folder / "broken.eml").write_bytes(b"\x00\x01\x02 not mail at all \xff\xfe")
+    run = pmsearch(demo_stack, "ingest", str(folder), "-t", "acme", "-m", "alice")
+    assert run.returncode == 1
+    skipped = [line for line in run.stderr.splitlines() if line.startswith("skipped")]
+    assert len(skipped) == 1 and "broken.eml" in skipped[0]
+    assert "Traceback" not in run.stderr
+    assert "indexed 3" in run.stdout
+    again = pmsearch(demo_stack, "ingest", str(folder / "0.eml"), "-t", "acme", "-m", "alice")
+    assert again.returncode == 0 and "already present 1" in again.stdout
+
+
+def test_search_prints_hits(demo_stack):
+    run = pmsearch(demo_stack, "search", "INV-2024-0173", "--mode", "keyword", key=demo_stack.demo_keys["acme/bob"])
+    assert run.returncode == 0, run.stderr
+    assert "INV-2024-0173" in run.stdout
+
+
+@pytest.mark.parametrize(
+    "args,message",
+    [
+        (("ingest", "/no/such/path", "-t", "acme", "-m", "alice"), "no such file"),
+        (("search", "x"), "no API key"),
+        (("search", "x", "--key", "pk_wrong"), "401"),
+    ],
+)
+def test_errors_are_one_readable_line_and_a_non_zero_exit(demo_stack, args, message):
+    run = pmsearch(demo_stack, *args)
+    assert run.returncode != 0
+    lines = [line for line in run.stderr.splitlines() if line.strip()]
+    assert message in run.stderr and "Traceback" not in run.stderr
+    assert len(lines) == 1
+
+
+def test_keys_create_prints_a_working_key(demo_stack):
+    run = pmsearch(demo_stack, "keys", "create", "-t", "acme", "-p", "cli@acme.example", "-m", "alice")
+    assert run.returncode == 0, run.stderr
+    key = run.stdout.strip()
+    assert key.startswith("pk_")
+    assert pmsearch(demo_stack, "search", "invoice", key=key).returncode == 0
