@@ -214,6 +214,26 @@ def ask(
 
 
 @app.command()
+def acl(
+    out_file: Path = typer.Option(Path("deploy/redis/users.acl"), "--out", help="Where to write the Redis ACL file"),
+    env_file: Path = typer.Option(Path(".env"), "--env", help="Where to write the matching passwords for compose"),
+) -> None:
+    """Make fresh Redis passwords: the ACL file for Redis and the .env file for compose."""
+    import secrets as _secrets
+
+    from cli.acl import USERS, render
+
+    passwords = {u: _secrets.token_urlsafe(24) for u in USERS}
+    out_file.write_text(render(passwords))
+    lines = [f"PM_REDIS_PASSWORD_{u.upper()}={pw}" for u, pw in passwords.items()]
+    lines += [f"PM_SCOPE_KEY={_secrets.token_urlsafe(32)}", f"PM_ADMIN_TOKEN=adm_{_secrets.token_urlsafe(24)}"]
+    env_file.write_text("\n".join(lines) + "\n")
+    for path in (out_file, env_file):
+        path.chmod(0o600)
+    out.print(f"wrote {out_file} and {env_file}")
+
+
+@app.command()
 def verify(
     run_or_draft: str = typer.Argument(..., help="A run id (stored result), or a draft JSON file"),
     evidence: Optional[Path] = typer.Option(None, help="Evidence JSON file (a list of messages) for a draft file"),

@@ -15,14 +15,14 @@ from typing import Any, TypeVar
 import redis.asyncio as aioredis
 from pydantic import BaseModel
 
-from shared.settings import _Base
+from shared.settings import ServiceSettings
 from shared.streams import STREAM_MAXLEN, dead_letter
 
 DATA_FIELD = "__data__"
 M = TypeVar("M", bound=BaseModel)
 
 
-def redis_kwargs(settings: _Base) -> dict[str, Any]:
+def redis_kwargs(settings: ServiceSettings) -> dict[str, Any]:
     """Connection arguments for this service's own Redis user."""
     kwargs: dict[str, Any] = {}
     if settings.redis_username:
@@ -32,7 +32,7 @@ def redis_kwargs(settings: _Base) -> dict[str, Any]:
     return kwargs
 
 
-def connect(settings: _Base) -> aioredis.Redis:
+def connect(settings: ServiceSettings) -> aioredis.Redis:
     # No socket read timeout: blocking reads (BLPOP, XREAD BLOCK) carry their own, and
     # redis-py's default of 5 s would cut a long ingest reply short.
     return aioredis.from_url(

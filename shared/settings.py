@@ -16,8 +16,10 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
 
-class _Base(BaseSettings):
-    model_config = SettingsConfigDict(env_prefix="PM_", extra="ignore", env_ignore_empty=True)
+class ServiceSettings(BaseSettings):
+    """What every service process knows: its Redis user, logging, metrics."""
+
+    model_config = SettingsConfigDict(env_prefix="PM_", extra="forbid", env_ignore_empty=True)
 
     redis_url: str = "redis://127.0.0.1:6379/0"
     redis_username: str | None = None
@@ -28,7 +30,7 @@ class _Base(BaseSettings):
     worker_concurrency: int = 32
 
 
-class ScopeKeySettings(_Base):
+class ScopeKeySettings(ServiceSettings):
     scope_key: SecretStr = SecretStr("pmsearch-dev-scope-key-change-me")
     scope_ttl_seconds: int = 300
 
@@ -58,7 +60,7 @@ class GatewaySettings(ScopeKeySettings):
     deadline_grace_seconds: float = 1.5
 
 
-class ModelSettings(_Base):
+class ModelSettings(ServiceSettings):
     model_base_url: str = "http://127.0.0.1:8090/v1"
     model_api_key: SecretStr | None = None
     agent_model: str = "@cf/qwen/qwen3.8-27b"
@@ -86,7 +88,7 @@ class AnswererSettings(ModelSettings):
     pass
 
 
-class VerifierSettings(_Base):
+class VerifierSettings(ServiceSettings):
     """No model credentials, by design: the verifier cannot call a model."""
 
 
@@ -118,7 +120,7 @@ def verifier_settings() -> VerifierSettings:
 class CliSettings(BaseSettings):
     """What the ``pmsearch`` command needs to reach a running stack."""
 
-    model_config = SettingsConfigDict(env_prefix="PM_", extra="ignore", env_ignore_empty=True)
+    model_config = SettingsConfigDict(env_prefix="PM_", extra="forbid", env_ignore_empty=True)
 
     gateway_url: str = "http://127.0.0.1:8080"
     admin_token: SecretStr | None = None

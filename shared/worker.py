@@ -21,8 +21,8 @@ from faststream.redis.annotations import RedisStreamMessage
 from pydantic import BaseModel, ValidationError
 from redis.asyncio import Redis
 
-from shared.bus import DATA_FIELD, dead_letter_entry, redis_kwargs
-from shared.settings import _Base
+from shared.bus import dead_letter_entry, redis_kwargs
+from shared.settings import ServiceSettings
 from shared.streams import GROUP
 
 log = logging.getLogger("pmsearch.worker")
@@ -37,7 +37,7 @@ def consumer_name() -> str:
     return f"{socket.gethostname()}-{os.getpid()}"
 
 
-def make_broker(settings: _Base) -> RedisBroker:
+def make_broker(settings: ServiceSettings) -> RedisBroker:
     return RedisBroker(settings.redis_url, **redis_kwargs(settings), logger=log)
 
 
@@ -97,4 +97,4 @@ async def _guarded(
     await message.ack()
 
 
-__all__ = ["make_broker", "subscribe", "consumer_name", "DATA_FIELD"]
+__all__ = ["make_broker", "subscribe", "consumer_name"]

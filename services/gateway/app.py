@@ -29,7 +29,6 @@ from services.gateway.schemas import (
     KeyCreate,
     KeyCreated,
     SearchRequest,
-    SearchResponse,
     TenantSettings,
     TenantSettingsPatch,
 )
