@@ -29,6 +29,7 @@ log = logging.getLogger("pmsearch.worker")
 
 M = TypeVar("M", bound=BaseModel)
 RECLAIM_IDLE_MS = 60_000
+RECLAIM_POLL_MS = 2_000
 MAX_DELIVERIES = 5
 DELIVERY_TTL_SECONDS = 3600
 
@@ -59,7 +60,9 @@ def subscribe(
         await _guarded(redis, stream, model, handle, body, message)
 
     for consumer, idle in ((me, None), (f"{me}-reclaim", reclaim_idle_ms)):
-        sub = StreamSub(stream, group=group, consumer=consumer, min_idle_time=idle, polling_interval=100)
+        # New entries wake a blocked XREADGROUP at once; reclaiming can poll slowly.
+        poll = 100 if idle is None else RECLAIM_POLL_MS
+        sub = StreamSub(stream, group=group, consumer=consumer, min_idle_time=idle, polling_interval=poll)
         extra = {"max_workers": concurrency} if concurrency > 1 and idle is None else {}
         broker.subscriber(stream=sub, ack_policy=AckPolicy.MANUAL, **extra)(on_message)
 

@@ -73,3 +73,14 @@ def test_keys_create_prints_a_working_key(demo_stack):
     key = run.stdout.strip()
     assert key.startswith("pk_")
     assert pmsearch(demo_stack, "search", "invoice", key=key).returncode == 0
+
+
+def test_ask_streams_a_run_and_prints_the_verified_answer(demo_stack, stack_model):
+    from tests.fixtures.brains import honest
+
+    stack_model.set_script(honest())
+    run = pmsearch(demo_stack, "ask", "Did the insurer accept the Golf claim?", key=demo_stack.demo_keys["acme/alice"])
+    assert run.returncode == 0, run.stderr
+    assert "step 0 first_search" in run.stdout
+    assert "evidence" in run.stdout
+    assert "answered" in run.stdout
