@@ -286,14 +286,16 @@ def up(
             out.print("\n[bold green]pmsearch is running[/bold green] at " + stack.gateway_url + "  (OpenAPI: /docs)")
             for label, key in keys.items():
                 out.print(f"  demo key {label}: {key}")
-            first = next(iter(keys.values()))
+            alice, bob = keys["acme/alice"], keys["acme/bob"]
             out.print("\nTry:")
-            out.print(
-                f"  curl -s {stack.gateway_url}/v1/search -H 'Authorization: Bearer {first}' "
-                "-H 'Content-Type: application/json' -d '{\"query\": \"INV-2024-0173\", \"mode\": \"keyword\"}'",
-                highlight=False, soft_wrap=True,
-            )
-            out.print(f"  PM_API_KEY={first} .venv/bin/pmsearch search 'did the insurer accept the Golf claim?'", highlight=False, soft_wrap=True)
+            for line in (
+                f"PM_API_KEY={bob} .venv/bin/pmsearch search INV-2024-0173 --mode keyword",
+                f"PM_API_KEY={alice} .venv/bin/pmsearch ask 'Did the insurer accept the Golf claim after we sent the photos?'",
+                f"curl -N {stack.gateway_url}/v1/search -H 'Authorization: Bearer {alice}' -H 'Accept: text/event-stream' "
+                "-H 'Content-Type: application/json' -d '{\"query\": \"Who is handling the Golf claim?\", \"mode\": \"agentic\"}'",
+            ):
+                out.print("  " + line, highlight=False, soft_wrap=True, markup=False)
+            out.print("The embedded model takes about a minute a question on two CPU cores.")
         out.print("\nCtrl-C stops everything.")
         while all(p.poll() is None for p in stack.procs.values()):
             time.sleep(1)
