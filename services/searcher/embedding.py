@@ -9,7 +9,10 @@ from __future__ import annotations
 
 import math
 import os
+import queue
 import threading
+import time
+from concurrent.futures import Future
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, Sequence
 
@@ -171,3 +174,54 @@ def make_embedder(settings: SearcherSettings) -> Embedder:
         key = settings.embedding_api_key.get_secret_value() if settings.embedding_api_key else None
         return OpenAIEmbedder(settings.embedding_base_url, settings.embedding_model, key)
     return LocalEmbedder(settings.embedding_model)
+
+
+class BatchingEmbedder:
+    """Gathers the short embeds of concurrent callers (queries of parallel tool calls)
+    into one forward pass. On two cores, fifty one-query passes in a row take about
+    ten times longer than one pass over fifty queries. Large requests (ingest) go
+    straight through."""
+
+    def __init__(self, inner: Embedder, *, window_s: float = 0.002, max_batch: int = 64, direct_over: int = 4) -> None:
+        self.inner = inner
+        self.window_s = window_s
+        self.max_batch = max_batch
+        self.direct_over = direct_over
+        self._queue: "queue.Queue[tuple[list[str], Future[list[list[float]]]]]" = queue.Queue()
+        self._thread = threading.Thread(target=self._run, name="embed-batcher", daemon=True)
+        self._thread.start()
+
+    @property
+    def dim(self) -> int:
+        return self.inner.dim
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        if len(texts) > self.direct_over:
+            return self.inner.embed(texts)
+        done: Future[list[list[float]]] = Future()
+        self._queue.put((list(texts), done))
+        return done.result()
+
+    def _run(self) -> None:
+        while True:
+            pending = [self._queue.get()]
+            size = len(pending[0][0])
+            deadline = time.monotonic() + self.window_s
+            while size < self.max_batch:
+                try:
+                    item = self._queue.get(timeout=max(0.0, deadline - time.monotonic()))
+                except queue.Empty:
+                    break
+                pending.append(item)
+                size += len(item[0])
+            texts = [t for batch, _ in pending for t in batch]
+            try:
+                vectors = self.inner.embed(texts)
+            except Exception as exc:  # every waiting caller sees the failure
+                for _, done in pending:
+                    done.set_exception(exc)
+                continue
+            at = 0
+            for batch, done in pending:
+                done.set_result(vectors[at : at + len(batch)])
+                at += len(batch)

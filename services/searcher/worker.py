@@ -18,7 +18,7 @@ from typing import Any, Callable, TypeVar
 from faststream import FastStream
 
 from services.searcher import metrics
-from services.searcher.embedding import make_embedder
+from services.searcher.embedding import BatchingEmbedder, make_embedder
 from services.searcher.errors import SearcherError
 from services.searcher.index import open_index
 from services.searcher.ingest.service import Ingester
@@ -196,7 +196,7 @@ async def _startup() -> None:
     state.write_lock = asyncio.Lock()
     embedder = make_embedder(settings)
     index = open_index(settings, embedder.dim)
-    state.runner = ToolRunner(ScopedMailRepository(index, embedder))
+    state.runner = ToolRunner(ScopedMailRepository(index, BatchingEmbedder(embedder)))
     state.ingester = Ingester(index, embedder, settings.chunk_chars)
     embedder.embed(["warm up"])  # load the model before the first request, not during it
     if settings.metrics_port:

@@ -78,3 +78,31 @@ def test_make_embedder_follows_settings():
     assert isinstance(remote, OpenAIEmbedder) and remote.model == "e5"
     with pytest.raises(ValueError):
         make_embedder(SearcherSettings(embedding_backend="openai"))
+
+
+def test_batching_embedder_gathers_concurrent_queries_into_one_pass():
+    import threading
+
+    from services.searcher.embedding import BatchingEmbedder
+
+    class Counting:
+        dim = 2
+        calls: list[int] = []
+
+        def embed(self, texts):
+            self.calls.append(len(texts))
+            return [[float(len(t)), 1.0] for t in texts]
+
+    inner = Counting()
+    batcher = BatchingEmbedder(inner, window_s=0.05)
+    results: dict[str, list[list[float]]] = {}
+    texts = [f"query {'x' * i}" for i in range(12)]
+    threads = [threading.Thread(target=lambda t=t: results.__setitem__(t, batcher.embed([t]))) for t in texts]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    assert all(results[t] == [[float(len(t)), 1.0]] for t in texts)
+    assert len(inner.calls) < len(texts)
+    assert batcher.embed(["a"] * 10) == [[1.0, 1.0]] * 10  # large requests go straight through
+    assert inner.calls[-1] == 10
