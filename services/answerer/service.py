@@ -9,6 +9,7 @@ import time
 
 from redis.asyncio import Redis
 
+from services.answerer import metrics
 from services.answerer.prompts import answer_messages
 from services.answerer.schemas import AnswerDraft
 from shared import streams
@@ -90,11 +91,17 @@ class Answerer:
                 usage.model_calls += result.attempts
                 usage.prompt_tokens += result.usage.prompt_tokens
                 usage.completion_tokens += result.usage.completion_tokens
+                metrics.MODEL_CALLS.labels("answer", "ok").inc()
+                metrics.MODEL_SECONDS.labels("answer").observe(result.seconds)
+                metrics.MODEL_TOKENS.labels("answer", "prompt").inc(result.usage.prompt_tokens)
+                metrics.MODEL_TOKENS.labels("answer", "completion").inc(result.usage.completion_tokens)
                 draft = Draft(sentences=[DraftSentence(text=s.sentence(), citations=s.citations) for s in result.value.sentences])
             except ModelOutputInvalid as exc:
+                metrics.MODEL_CALLS.labels("answer", "invalid").inc()
                 usage.model_calls += 2
                 ending, reason = "insufficient_evidence", f"the answer could not be used: {exc.detail}"
             except ModelError as exc:
+                metrics.MODEL_CALLS.labels("answer", "unavailable").inc()
                 usage.model_calls += 1
                 ending, reason = ("budget_exhausted", "the time budget ran out") if time.time() >= req.deadline else (
                     "degraded",
@@ -102,6 +109,7 @@ class Answerer:
                 )
         trace.steps.append(StepTrace(step=req.step, kind="answer", duration_ms=(time.monotonic() - started) * 1000, note=reason))
         usage.seconds = round(usage.seconds + (time.monotonic() - started), 3)
+        metrics.DRAFTS.labels(ending).inc()
         await publish(
             self.redis,
             streams.DRAFTS,
