@@ -3,9 +3,12 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 
-from prometheus_client import start_http_server
+from prometheus_client import Gauge, start_http_server
+
+from shared.streams import dead_letter
 
 
 def setup_logging(level: str = "INFO") -> None:
@@ -20,8 +23,6 @@ def serve_metrics(port: int) -> None:
 
 
 # Stream health, reported by each stage for the streams it consumes.
-from prometheus_client import Gauge  # noqa: E402
-
 STREAM_LAG = Gauge("pm_stream_lag", "Entries not yet delivered to the stage's consumer group.", ["stream"])
 STREAM_PENDING = Gauge("pm_stream_pending", "Entries delivered but not yet acknowledged.", ["stream"])
 DEAD_LETTERS = Gauge("pm_dead_letters", "Entries in the stream's dead-letter stream.", ["stream"])
@@ -29,10 +30,6 @@ DEAD_LETTERS = Gauge("pm_dead_letters", "Entries in the stream's dead-letter str
 
 async def report_streams(redis, names: list[str], group_of: dict[str, str], interval: float = 5.0) -> None:
     """Keep the stream gauges current; runs for the life of the worker."""
-    import asyncio
-
-    from shared.streams import dead_letter
-
     while True:
         for name in names:
             try:
