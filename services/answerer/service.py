@@ -63,7 +63,8 @@ async def load_evidence(redis: Redis, run_id: str, focus: list[str], question: s
     raw = await redis.hgetall(streams.evidence_key(run_id))
     found = {k.decode() if isinstance(k, bytes) else k: EvidenceMessage.model_validate_json(v) for k, v in raw.items()}
     ordered = [found[m] for m in focus if m in found]
-    ordered += [m for k, m in found.items() if k not in set(focus)]
+    seen = set(focus)
+    ordered += [m for k, m in found.items() if k not in seen]
     return rank_evidence(question, ordered)[:MAX_MESSAGES]
 
 

@@ -23,6 +23,7 @@ from services.searcher.errors import SearcherError
 from services.searcher.index import open_index
 from services.searcher.ingest.service import Ingester
 from services.searcher.repository import ScopedMailRepository
+from services.searcher.schemas import TOOLS
 from services.searcher.service import ToolRunner
 from shared import streams
 from shared.bus import connect, encode, publish
@@ -126,10 +127,11 @@ async def on_tools(batch: ToolBatchRequested) -> None:
     evidence: dict[str, EvidenceMessage] = {}
     for run in runs:
         o = run.outcome
-        metrics.TOOL_CALLS.labels(o.tool if o.tool in _KNOWN_TOOLS else "unknown", "ok" if o.ok else o.error_code or "error").inc()
-        metrics.TOOL_SECONDS.labels(o.tool if o.tool in _KNOWN_TOOLS else "unknown").observe(o.duration_ms / 1000)
+        tool = o.tool if o.tool in TOOLS else "unknown"  # a model-chosen name must not mint labels
+        metrics.TOOL_CALLS.labels(tool, "ok" if o.ok else o.error_code or "error").inc()
+        metrics.TOOL_SECONDS.labels(tool).observe(o.duration_ms / 1000)
         if o.widen_attempt:
-            metrics.WIDEN_ATTEMPTS.labels(o.tool if o.tool in _KNOWN_TOOLS else "unknown").inc()
+            metrics.WIDEN_ATTEMPTS.labels(tool).inc()
         for m in run.evidence:
             evidence.setdefault(m.message_id, m)
     await _store_evidence(batch.run_id, batch.step, evidence)
@@ -181,8 +183,6 @@ async def on_ingest(req: IngestRequested) -> None:
         items.append(item)
     await _reply(req.request_id, IngestReplied(request_id=req.request_id, items=items))
 
-
-_KNOWN_TOOLS = {"search", "read_thread", "read_message", "read_attachment_text", "find_related", "contacts"}
 
 subscribe(broker, redis, streams.QUERIES, SearchRequested, on_query, concurrency=settings.worker_concurrency)
 subscribe(broker, redis, streams.TOOLS, ToolBatchRequested, on_tools, concurrency=settings.worker_concurrency)
