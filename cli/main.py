@@ -261,23 +261,29 @@ def verify(
     out.print_json(data=verdict)
 
 
-@app.command()
-def up(
-    no_demo: bool = typer.Option(False, "--no-demo", help="Do not load the demo mailbox"),
-) -> None:
-    """Start Redis, the services and the gateway on this machine; load the demo mailbox."""
-    from cli.demo import load_demo
+def local_stack(settings: CliSettings):
+    """The stack ``pmsearch up`` runs (not started): ports, var dir and model from the settings."""
     from cli.stack import Stack
 
-    settings = cli_settings()
     model_env = settings.model_env()
-    stack = Stack(
+    return Stack(
         settings.var_dir,
         redis_port=settings.redis_port,
         gateway_port=settings.gateway_port,
         local_model=not model_env.get("PM_MODEL_BASE_URL"),
         extra_env=model_env,
     )
+
+
+@app.command()
+def up(
+    no_demo: bool = typer.Option(False, "--no-demo", help="Do not load the demo mailbox"),
+) -> None:
+    """Start Redis, the services and the gateway on this machine; load the demo mailbox."""
+    from cli.demo import load_demo
+
+    settings = cli_settings()
+    stack = local_stack(settings)
     try:
         out.print(f"starting pmsearch in {settings.var_dir}/ (logs in {settings.var_dir}/log/)")
         stack.start()
@@ -307,6 +313,42 @@ def up(
         fail(str(exc).splitlines()[0] + f" (logs in {stack.log_dir}/)")
     finally:
         stack.stop()
+
+
+@app.command("eval")
+def eval_(
+    set_path: Path = typer.Option(Path("evals/demo.yaml"), "--set", help="The labelled question set (YAML)"),
+    gateway: Optional[str] = typer.Option(None, help="Gateway URL (default PM_GATEWAY_URL)"),
+    keys: Optional[Path] = typer.Option(None, help="Demo keys file, label -> key (default <var>/demo-keys.json)"),
+    only: Optional[str] = typer.Option(None, help="Only these question ids, comma-separated"),
+    kinds: Optional[str] = typer.Option(None, help="Only these kinds, comma-separated"),
+    limit: Optional[int] = typer.Option(None, min=1, help="At most this many questions"),
+    baseline: bool = typer.Option(False, "--baseline", help="Also run every question with the single-shot strategy"),
+    out_dir: Optional[Path] = typer.Option(None, "--out", help="Reports go to <out>/<timestamp>/ (default <var>/eval)"),
+    timeout: float = typer.Option(300.0, help="Seconds allowed per question"),
+    concurrency: int = typer.Option(1, min=1, help="Questions in flight (the embedded model is serial)"),
+    start: bool = typer.Option(False, "--start", help="Start the local stack as `pmsearch up` does and load the demo"),
+    min_precision: Optional[float] = typer.Option(None, help="Gate: exit 1 if citation precision is lower"),
+    max_wrongly_answered: Optional[int] = typer.Option(None, help="Gate: exit 1 if more questions are wrongly answered"),
+    min_answered_right: Optional[float] = typer.Option(None, help="Gate: exit 1 if the answered-right share is lower"),
+) -> None:
+    """Measure answer quality on a labelled question set; the last line of stdout is JSON."""
+    from cli.evaluation.command import EvalOptions, run_eval, split_csv
+    from cli.evaluation.questions import EvalInputError
+
+    opts = EvalOptions(
+        set_path=set_path, gateway=gateway, keys=keys, only=split_csv(only), kinds=split_csv(kinds), limit=limit,
+        baseline=baseline, out=out_dir, timeout=timeout, concurrency=concurrency, start=start,
+        min_precision=min_precision, max_wrongly_answered=max_wrongly_answered, min_answered_right=min_answered_right,
+    )
+    try:
+        failed = run_eval(opts, cli_settings(), out, err)
+    except EvalInputError as exc:
+        fail(str(exc))
+    except (RuntimeError, TimeoutError) as exc:  # --start: a service did not come up
+        fail(str(exc).splitlines()[0])
+    if failed:
+        fail("gate failed: " + "; ".join(failed))
 
 
 def main() -> None:  # pragma: no cover - console entry point

@@ -8,17 +8,19 @@ match its contract is refused rather than half-understood.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 SCHEMA_VERSION = 1
 
 SearchMode = Literal["keyword", "semantic", "hybrid"]
+Strategy = Literal["loop", "single_shot"]
 Outcome = Literal["answered", "insufficient_evidence", "budget_exhausted", "degraded"]
 Ending = Literal["answer", "insufficient_evidence", "budget_exhausted", "degraded"]
 RemovalReason = Literal[
-    "no_citation", "unknown_citation", "quote_not_found", "empty_sentence", "malformed"
+    "no_citation", "unknown_citation", "quote_not_found", "empty_sentence", "malformed",
+    "figure_not_found", "unsupported_claim",
 ]
 
 
@@ -86,6 +88,72 @@ class EvidenceSummary(Contract):
 
 
 # ---------------------------------------------------------------- tools
+#
+# What a tool returns: one model per shape, told apart by ``kind``. The registry in
+# shared/tools.py says which tool returns which; they live here because ToolOutcome
+# carries them on the observations stream.
+
+
+class MessageView(Contract):
+    """One message as a tool shows it: headers, body and attachment names."""
+
+    message_id: str
+    thread_id: str
+    mailbox: str
+    folder: str
+    sender: str
+    recipients: list[str]
+    date: datetime | None
+    subject: str
+    attachment_names: list[str]
+    body: str
+
+
+class AttachmentView(Contract):
+    """The extracted text of one attachment."""
+
+    message_id: str
+    name: str
+    text: str
+
+
+class Contact(Contract):
+    """A person in the mail and how many messages involve them."""
+
+    address: str
+    name: str
+    messages: int
+
+
+class HitsResult(Contract):
+    """Messages found by a search, best first. ``latest`` holds the newest messages of
+    the top hits' threads that are not hits themselves (search's ``thread_latest``)."""
+
+    kind: Literal["hits"] = "hits"
+    hits: list[Hit]
+    latest: list[MessageView] = Field(default_factory=list)
+
+
+class MessagesResult(Contract):
+    """Whole messages (one for read_message, a thread's for read_thread), oldest first."""
+
+    kind: Literal["messages"] = "messages"
+    messages: list[MessageView]
+
+
+class AttachmentsResult(Contract):
+    kind: Literal["attachments"] = "attachments"
+    attachments: list[AttachmentView]
+
+
+class ContactsResult(Contract):
+    kind: Literal["contacts"] = "contacts"
+    contacts: list[Contact]
+
+
+ToolOutput = Annotated[
+    HitsResult | MessagesResult | AttachmentsResult | ContactsResult, Field(discriminator="kind")
+]
 
 
 class ToolCall(Contract):
@@ -104,7 +172,7 @@ class ToolOutcome(Contract):
     widen_attempt: bool = False
     duration_ms: float = 0.0
     message_ids: list[str] = Field(default_factory=list)
-    output: Any = None
+    output: ToolOutput | None = None
 
 
 class ToolBatchRequested(Envelope):
@@ -182,6 +250,10 @@ class StepTrace(Contract):
     duration_ms: float = 0.0
     model_usage: Usage | None = None
     note: str | None = None
+    # The answer step's citations as the model gave them and as code attributed them
+    # (message ids), so an evaluation can compare the two.
+    cited_by_model: list[str] = Field(default_factory=list)
+    cited_by_code: list[str] = Field(default_factory=list)
 
 
 class WidenAttempt(Contract):
@@ -223,6 +295,7 @@ class RunRequested(Envelope):
     max_steps: int
     max_seconds: float
     started_at: float
+    strategy: Strategy = "loop"
 
 
 class AnswerRequested(Envelope):
@@ -232,6 +305,9 @@ class AnswerRequested(Envelope):
     usage: Usage
     focus: list[str] = Field(default_factory=list)  # evidence ids, most relevant first
     hits: list[Hit] = Field(default_factory=list)  # the question's own search, for degraded
+    # The answer the planner's model already wrote with its decision (sentences citing
+    # message ids); empty when the answerer is to write it.
+    proposed: list[DraftSentence] = Field(default_factory=list)
 
 
 class RunSnapshot(Contract):

@@ -85,7 +85,10 @@ class PlannerSettings(ModelSettings):
 
 
 class AnswererSettings(ModelSettings):
-    pass
+    # Who picks each sentence's sources: "code" attributes them from the evidence (the
+    # embedded model writes the right sentence but cites the wrong passages), "model"
+    # keeps the model's own. `pmsearch eval` reports both for every answered run.
+    citation_source: Literal["code", "model"] = "code"
 
 
 class VerifierSettings(ServiceSettings):

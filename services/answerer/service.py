@@ -1,114 +1,82 @@
-"""The answerer: write cited sentences from the run's evidence and hand them to the
-verifier. It never writes results; a reply it cannot use still reaches the verifier as
-an ending, so every run finishes."""
+"""The answerer: turn the run's answer into a cited draft and hand it to the verifier.
+
+When the planner's model already wrote the answer with its decision, the answerer only
+attributes it; otherwise (the last step, the single-shot strategy) it asks the model
+once, over the same passages. Each sentence's sources are then chosen by code
+(:mod:`services.answerer.attribution`) or kept as the model gave them, by setting. It
+never writes results; a reply it cannot use still reaches the verifier as an ending,
+so every run finishes.
+"""
 
 from __future__ import annotations
 
-import re
 import time
+from typing import Literal
 
 from redis.asyncio import Redis
 
 from services.answerer import metrics
+from services.answerer.attribution import attribute
 from services.answerer.prompts import answer_messages
-from services.answerer.schemas import AnswerDraft
+from services.answerer.schemas import answer_model
+from shared import passages as P
 from shared import streams
 from shared.bus import publish
+from shared.evidence import read_evidence
 from shared.fencing import Fence
-from shared.llm import ModelClient, ModelError, ModelOutputInvalid
+from shared.llm import ModelClient
+from shared.llm.bookkeeping import call_model
 from shared.messages import (
     AnswerRequested,
     Draft,
     DraftSentence,
+    Ending,
     EvidenceMessage,
     StepTrace,
-    Usage,
     VerificationRequested,
 )
 
-MAX_MESSAGES = 6
-_WORD = re.compile(r"\w+", re.UNICODE)
-_STOP = frozenset(
-    "the and for are was were did does do has have had our your their with from that this what when which who "
-    "after before about into than then them they there any all can will would should could".split()
-)
-
-
-def _stems(text: str) -> set[str]:
-    # A five-letter prefix is a crude stem, but enough to match "accept" with "accepted".
-    return {w[:5] for w in (t.casefold() for t in _WORD.findall(text)) if len(w) > 2 and w not in _STOP}
-
-
-def rank_evidence(question: str, messages: list[EvidenceMessage]) -> list[EvidenceMessage]:
-    """Messages sharing more of the question's words first; ties keep the search order.
-    The model reads only the first few, so the order decides what it can cite."""
-    wanted = _stems(question)
-    scored = [(-len(wanted & _stems(f"{m.subject} {m.body}")), i, m) for i, m in enumerate(messages)]
-    return [m for _, _, m in sorted(scored, key=lambda t: (t[0], t[1]))]
-
-
-MIN_COVERAGE = 0.5
-
-
-def coverage(question: str, messages: list[EvidenceMessage]) -> float:
-    """The largest share of the question's words that one evidence message mentions."""
-    wanted = _stems(question)
-    if not wanted or not messages:
-        return 0.0
-    return max(len(wanted & _stems(f"{m.subject} {m.body}")) / len(wanted) for m in messages)
-
-
-async def load_evidence(redis: Redis, run_id: str, focus: list[str], question: str = "") -> list[EvidenceMessage]:
-    """The run's evidence as the searcher stored it, most relevant first."""
-    raw = await redis.hgetall(streams.evidence_key(run_id))
-    found = {k.decode() if isinstance(k, bytes) else k: EvidenceMessage.model_validate_json(v) for k, v in raw.items()}
-    ordered = [found[m] for m in focus if m in found]
-    seen = set(focus)
-    ordered += [m for k, m in found.items() if k not in seen]
-    return rank_evidence(question, ordered)[:MAX_MESSAGES]
-
 
 class Answerer:
-    def __init__(self, redis: Redis, model: ModelClient) -> None:
+    def __init__(self, redis: Redis, model: ModelClient, citation_source: Literal["code", "model"] = "code") -> None:
         self.redis = redis
         self.model = model
+        self.citation_source = citation_source
 
     async def answer(self, req: AnswerRequested) -> None:
-        evidence = await load_evidence(self.redis, req.run_id, req.focus, req.question)
+        evidence = await read_evidence(self.redis, req.run_id, req.focus)
         trace, usage = req.trace.model_copy(deep=True), req.usage.model_copy()
-        ending, draft, reason = "answer", None, None
+        step = StepTrace(step=req.step, kind="answer")
         started = time.monotonic()
-        if not evidence:
+        ending: Ending = "answer"
+        reason: str | None = None
+        written = list(req.proposed)
+        if not written and not evidence:
             ending, reason = "insufficient_evidence", "nothing was found to answer from"
-        elif coverage(req.question, evidence) < MIN_COVERAGE:
-            # No message even mentions most of what was asked: a model asked to answer
-            # anyway would cite something real in support of something invented.
-            ending, reason = "insufficient_evidence", "no evidence message mentions what the question asks about"
-        else:
-            try:
-                result = await self.model.structured(
-                    answer_messages(req.question, evidence, Fence.new()), AnswerDraft, name="answer", deadline=req.deadline
-                )
-                usage.model_calls += result.attempts
-                usage.prompt_tokens += result.usage.prompt_tokens
-                usage.completion_tokens += result.usage.completion_tokens
-                metrics.MODEL_CALLS.labels("answer", "ok").inc()
-                metrics.MODEL_SECONDS.labels("answer").observe(result.seconds)
-                metrics.MODEL_TOKENS.labels("answer", "prompt").inc(result.usage.prompt_tokens)
-                metrics.MODEL_TOKENS.labels("answer", "completion").inc(result.usage.completion_tokens)
-                draft = Draft(sentences=[DraftSentence(text=s.sentence(), citations=s.citations) for s in result.value.sentences])
-            except ModelOutputInvalid as exc:
-                metrics.MODEL_CALLS.labels("answer", "invalid").inc()
-                usage.model_calls += 2
-                ending, reason = "insufficient_evidence", f"the answer could not be used: {exc.detail}"
-            except ModelError as exc:
-                metrics.MODEL_CALLS.labels("answer", "unavailable").inc()
-                usage.model_calls += 1
-                ending, reason = ("budget_exhausted", "the time budget ran out") if time.time() >= req.deadline else (
-                    "degraded",
-                    f"model unavailable: {exc.detail}",
-                )
-        trace.steps.append(StepTrace(step=req.step, kind="answer", duration_ms=(time.monotonic() - started) * 1000, note=reason))
+        elif not written:
+            shown = P.build(req.question, evidence)
+            reply = await call_model(
+                self.model, "answer", answer_messages(req.question, shown, Fence.new()),
+                answer_model([p.ref for p in shown]), name="answer", deadline=req.deadline,
+            )
+            step.model_usage = reply.usage()
+            usage.model_calls += step.model_usage.model_calls
+            usage.prompt_tokens += step.model_usage.prompt_tokens
+            usage.completion_tokens += step.model_usage.completion_tokens
+            if reply.value is not None:
+                written = [s for s in P.proposed(shown, reply.value.answer) if s.text]
+                if not written:
+                    ending, reason = "insufficient_evidence", "the model found that the mail does not answer this"
+            elif reply.result == "invalid":
+                ending, reason = "insufficient_evidence", reply.error
+            elif time.time() >= req.deadline:
+                ending, reason = "budget_exhausted", "the time budget ran out"
+            else:
+                ending, reason = "degraded", reply.error
+        draft = self._cite(written, evidence, step) if ending == "answer" else None
+        step.duration_ms = (time.monotonic() - started) * 1000
+        step.note = reason
+        trace.steps.append(step)
         usage.seconds = round(usage.seconds + (time.monotonic() - started), 3)
         metrics.DRAFTS.labels(ending).inc()
         await publish(
@@ -120,3 +88,14 @@ class Answerer:
                 hits=req.hits if ending == "degraded" else [], reason=reason,
             ),
         )
+
+    def _cite(self, written: list[DraftSentence], evidence: list[EvidenceMessage], step: StepTrace) -> Draft:
+        """The draft with each sentence's citations, both choices recorded in ``step``."""
+        sentences = []
+        for s in written:
+            by_code = attribute(s.text, evidence, preferred=s.citations)
+            step.cited_by_model += [m for m in s.citations if m not in step.cited_by_model]
+            step.cited_by_code += [m for m in by_code if m not in step.cited_by_code]
+            chosen = by_code if self.citation_source == "code" and by_code else s.citations
+            sentences.append(DraftSentence(text=s.text, citations=chosen))
+        return Draft(sentences=sentences)

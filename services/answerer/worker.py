@@ -22,7 +22,7 @@ settings = answerer_settings()
 broker = make_broker(settings)
 redis = connect(settings)
 app = FastStream(broker)
-answerer = Answerer(redis, ModelClient(settings))
+answerer = Answerer(redis, ModelClient(settings), settings.citation_source)
 
 
 async def on_answer(req: AnswerRequested) -> None:

@@ -69,6 +69,7 @@ class RunService:
             RunRequested(
                 run_id=run_id, tenant_id=record.tenant_id, scope_token=token, deadline=deadline, question=req.query,
                 max_steps=budgets.max_steps, max_seconds=budgets.max_seconds, started_at=now,
+                strategy=req.strategy,
             ),
         )
         metrics.RUNS_STARTED.inc()

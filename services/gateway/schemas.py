@@ -8,7 +8,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from shared.filters import Narrowing
-from shared.messages import Hit
+from shared.messages import Hit, Strategy
 
 Permission = Literal["search", "search:agentic", "admin"]
 
@@ -22,6 +22,14 @@ class SearchRequest(_Body):
     mode: Literal["keyword", "semantic", "hybrid", "agentic"] = "hybrid"
     filters: Narrowing = Field(default_factory=Narrowing)
     limit: int = Field(default=10, ge=1, le=100)
+    strategy: Strategy = Field(
+        default="loop",
+        description=(
+            "agentic only: `loop` plans, searches and judges until the evidence answers; "
+            "`single_shot` answers from the question's own hybrid search in one model call "
+            "(the baseline `pmsearch eval --baseline` compares against)."
+        ),
+    )
 
 
 class SearchResponse(_Body):

@@ -1,48 +1,56 @@
-"""What the planner's model may say. Every reply is re-validated by code; tool arguments
-are validated again, strictly, by the searcher against each tool's own schema."""
+"""What the planner's model may say, built afresh for every call.
+
+The reply schema is made from what the run has seen: passage refs, thread and message
+ids are enums of this run's evidence and mailboxes an enum of its scope, so a
+grammar-constrained model cannot name anything else; the reply is still re-validated by
+code, and the searcher validates every call again against the tool's strict schema.
+"""
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, create_model
 
-from shared.messages import Hit, RunRequested, Trace, Usage
+from shared.messages import DraftSentence, Hit, RunRequested, Trace, Usage
+from shared.passages import sentence_model
+from shared.tools import constrained_args
 
-ToolName = Literal["search", "read_thread", "read_message", "read_attachment_text", "find_related", "contacts"]
-
-
-class PlannedCall(BaseModel):
-    """One read-only tool call."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    tool: ToolName
-    arguments: dict[str, Any] = Field(default_factory=dict)
+# The tools that bring new evidence; the others serve the API and agents directly.
+PLANNER_TOOLS = ("search", "read_thread")
 
 
-class PlannerAction(BaseModel):
-    """The next step: call tools (several run in parallel), answer from the evidence
-    found so far, or give up because the mail does not answer the question."""
+def call_models(*, message_ids: list[str], thread_ids: list[str], mailboxes: list[str]) -> list[type[BaseModel]]:
+    """One reply model per tool the planner may call now, each with its arguments
+    constrained to this run."""
+    models: list[type[BaseModel]] = []
+    for name in PLANNER_TOOLS:
+        args = constrained_args(name, message_ids=message_ids, thread_ids=thread_ids, mailboxes=mailboxes)
+        if args is None:
+            continue
+        models.append(
+            create_model(
+                f"{args.__name__}Call",
+                __config__=ConfigDict(extra="forbid"),
+                tool=(Literal[name], ...),  # type: ignore[valid-type]
+                arguments=(args, ...),
+            )
+        )
+    return models
 
-    model_config = ConfigDict(extra="forbid")
 
-    action: Literal["search", "answer", "give_up"]
-    calls: list[PlannedCall] = Field(default_factory=list, max_length=4)
-    reason: str = Field(default="", max_length=400)
-
-
-class FinalAction(BaseModel):
-    """The last step: no searches left, so answer from the evidence found or give up."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    action: Literal["answer", "give_up"]
-    reason: str = Field(default="", max_length=400)
-
-    @property
-    def calls(self) -> list[PlannedCall]:
-        return []
+def decision_model(refs: list[str], calls: list[type[BaseModel]]) -> type[BaseModel]:
+    """The reply of one decide step: answer now (with the answer), search more, or say
+    the mail does not answer. Without ``calls`` (the last step) searching is not an option."""
+    choices: tuple[str, ...] = ("answer", "search", "not_in_mail") if calls else ("answer", "not_in_mail")
+    fields: dict[str, Any] = {
+        "decision": (Literal[choices], ...),  # type: ignore[valid-type]
+        "answer": (list[sentence_model(refs)], Field(default_factory=list, max_length=3)),  # type: ignore[misc]
+    }
+    if calls:
+        Call = calls[0] if len(calls) == 1 else Union[tuple(calls)]  # type: ignore[valid-type]
+        fields["searches"] = (list[Call], Field(default_factory=list, max_length=3))  # type: ignore[valid-type]
+    return create_model("PlannerDecision", __config__=ConfigDict(extra="forbid"), **fields)
 
 
 Decision = Literal["pending", "search", "judging", "answer", "give_up", "degraded", "done"]
@@ -58,9 +66,11 @@ class RunState(BaseModel):
     next_step: int = 1
     awaiting: list[int] = Field(default_factory=list)
     decision: Decision = "pending"
-    notes: list[str] = Field(default_factory=list)  # observations as the model reads them
-    focus: list[str] = Field(default_factory=list)  # evidence ids in the order found
+    notes: list[str] = Field(default_factory=list)  # what was searched and what came of it
+    focus: list[str] = Field(default_factory=list)  # evidence ids, most relevant first
     hits: list[Hit] = Field(default_factory=list)  # the question's own hybrid search
+    proposed: list[DraftSentence] = Field(default_factory=list)  # the answer the model wrote
+    refunded: bool = False  # one step given back for a search that only filters emptied
     trace: Trace = Field(default_factory=Trace)
     usage: Usage = Field(default_factory=Usage)
     reason: str | None = None

@@ -1,44 +1,50 @@
-"""The planner's loop: plan, search in parallel, judge, and end the run or hand it to
-the answerer. A run's state lives in Redis, so any replica can take its next message.
+"""The planner's loop, evidence first: search the question at once, then let the model
+decide with that evidence in view: answer now, search more, or say the mail does not
+answer. Easy questions take one model call. A run's state lives in Redis, so any
+replica can take its next message.
 
 The loop is a small state machine over :class:`RunState.decision`:
 
-    pending --plan--> search | answer | give_up | degraded
-    search --observations in--> judging --model--> search | answer | give_up | degraded
+    pending --first search in--> judging --model--> answer | search | give_up | degraded
+    search --observations in--> judging --model--> ...
     any --deadline or step budget--> done (budget_exhausted)
+
+The ``single_shot`` strategy (the baseline an evaluation compares against) skips the
+decide step: the question's own search goes straight to the answerer.
 """
 
 from __future__ import annotations
 
 import time
-from typing import Any
 
 from services.planner import metrics
-from services.planner.prompts import judge_messages, observation_note, plan_messages
+from services.planner.filters import drop_unasked, has_filters
+from services.planner.prompts import decide_messages, search_note
 from services.planner.repository import PlannerRepository
-from services.planner.schemas import FinalAction, PlannerAction, RunState
-
-Action = PlannerAction | FinalAction
+from services.planner.schemas import RunState, call_models, decision_model
+from shared import passages as P
 from shared import streams
+from shared.evidence import read_evidence
 from shared.fencing import Fence
-from shared.llm import ModelClient, ModelError, ModelOutputInvalid
+from shared.llm import ModelClient
+from shared.llm.bookkeeping import ModelCall, call_model
 from shared.messages import (
     AnswerRequested,
     Ending,
-    Hit,
     ProgressEvent,
     RunRequested,
     StepTrace,
     ToolBatchCompleted,
     ToolBatchRequested,
     ToolCall,
-    Usage,
     VerificationRequested,
     WidenAttempt,
 )
+from shared.scope import peek_scope
 
 MAX_CALLS_PER_STEP = 3
 FIRST_SEARCH_LIMIT = 8
+FIRST_SEARCH_THREAD_LATEST = 1
 
 
 class Planner:
@@ -49,21 +55,20 @@ class Planner:
     # ------------------------------------------------------------ entry points
 
     async def start(self, req: RunRequested) -> None:
-        """Admit a run: search the question at once, and plan beside it."""
+        """Admit a run: search the question at once; the first decision waits for it."""
         state = RunState(run=req, awaiting=[0])
         state.trace.steps.append(StepTrace(step=0, kind="first_search", note="hybrid search of the question"))
         if not await self.repo.create(state):
             return  # redelivered: the first delivery already started this run
         call = ToolCall(
-            call_id="s0-1", tool="search", arguments={"query": req.question[:500], "mode": "hybrid", "limit": FIRST_SEARCH_LIMIT}
+            call_id="s0-1",
+            tool="search",
+            arguments={
+                "query": req.question[:500], "mode": "hybrid", "limit": FIRST_SEARCH_LIMIT,
+                "thread_latest": FIRST_SEARCH_THREAD_LATEST,
+            },
         )
         await self._send_tools(state, 0, [call], kind="first_search")
-        action, usage, seconds, error = await self._ask(plan_messages(req.question, Fence.new()), req.deadline, "plan")
-        async with self.repo.locked(req.run_id):
-            state = await self.repo.load(req.run_id)
-            await self._apply(state, action, usage, seconds, error, kind="plan")
-            await self.repo.save(state)
-        await self.advance(req.run_id)
 
     async def observe(self, batch: ToolBatchCompleted) -> None:
         """Record a step's tool outcomes, then move the run on."""
@@ -85,22 +90,33 @@ class Planner:
             if not judge:
                 return
             run = state.run
+            evidence = await read_evidence(self.repo.redis, run_id, state.focus)
+            shown = P.build(run.question, evidence)
             steps_left = run.max_steps - state.steps_used
-            messages = judge_messages(run.question, state.notes, Fence.new(), steps_left)
-            # On the last step the reply's schema has no "search": the model must decide.
-            schema = FinalAction if steps_left <= 1 else PlannerAction
-            action, usage, seconds, error = await self._ask(messages, run.deadline, "judge", schema)
+            scope = peek_scope(run.scope_token)
+            calls = (
+                call_models(
+                    message_ids=[m.message_id for m in evidence],
+                    thread_ids=list(P.thread_ids(shown)),
+                    mailboxes=list(scope.mailboxes) if scope else [],
+                )
+                if steps_left > 1
+                else []
+            )
+            schema = decision_model([p.ref for p in shown], calls)
+            messages = decide_messages(run.question, shown, state.notes, Fence.new(), steps_left if calls else 1)
+            reply = await call_model(self.model, "decide", messages, schema, name="planner_decision", deadline=run.deadline)
             async with self.repo.locked(run_id):
                 state = await self.repo.load(run_id)
                 if state.decision != "judging":
                     return
-                await self._apply(state, action, usage, seconds, error, kind="refine")
+                await self._apply(state, reply, shown)
                 await self.repo.save(state)
 
     # ------------------------------------------------------------ transitions
 
     async def _next(self, state: RunState) -> bool:
-        """Take the transition the state allows now; True when a judge call is due."""
+        """Take the transition the state allows now; True when a decide call is due."""
         if state.decision in ("done", "judging"):
             return False
         if await self.repo.finished(state.run.run_id):
@@ -109,8 +125,10 @@ class Planner:
         if time.time() >= state.run.deadline:
             await self._finish(state, "budget_exhausted", "the time budget ran out")
             return False
-        if state.awaiting or state.decision == "pending":
+        if state.awaiting:
             return False
+        if state.decision == "pending" and state.run.strategy == "single_shot":
+            state.decision = "answer"
         if state.decision == "degraded":
             await self._finish(state, "degraded", state.reason or "the model is unavailable")
         elif state.decision == "give_up":
@@ -124,51 +142,68 @@ class Planner:
             return True
         return False
 
-    async def _apply(
-        self, state: RunState, action: Action | None, usage: Usage, seconds: float, error: str | None, *, kind: str
-    ) -> None:
+    async def _apply(self, state: RunState, reply: ModelCall, shown: list[P.Passage]) -> None:
         step = state.next_step
         state.next_step += 1
         state.steps_used += 1
-        metrics.STEPS.labels(kind).inc()
-        _add_usage(state.usage, usage)
-        state.trace.steps.append(
-            StepTrace(step=step, kind=kind, duration_ms=seconds * 1000, model_usage=usage, note=error or (action.reason if action else None))
-        )
-        if action is None:
-            # An unusable reply counts as a failed step; an unreachable model ends the run.
-            state.decision = "search" if error and error.startswith("invalid") else "degraded"
-            state.reason = error
+        metrics.STEPS.labels("decide").inc()
+        usage = reply.usage()
+        state.usage.model_calls += usage.model_calls
+        state.usage.prompt_tokens += usage.prompt_tokens
+        state.usage.completion_tokens += usage.completion_tokens
+        trace = StepTrace(step=step, kind="decide", duration_ms=reply.seconds * 1000, model_usage=usage, note=reply.error)
+        state.trace.steps.append(trace)
+        value = reply.value
+        if value is None:
+            # An unusable reply costs its step and the next step decides again; an
+            # unreachable model ends the run with the question's own search results.
+            state.decision = "search" if reply.result == "invalid" else "degraded"
+            state.reason = reply.error
             return
-        fresh = [c for c in action.calls if not _already_made(state, c.tool, c.arguments)]
-        if action.action == "search" and fresh:
-            calls = [
-                ToolCall(call_id=f"s{step}-{i + 1}", tool=c.tool, arguments=c.arguments)
-                for i, c in enumerate(fresh[:MAX_CALLS_PER_STEP])
-            ]
-            state.awaiting.append(step)
-            state.decision = "search"
-            await self._send_tools(state, step, calls, kind=kind, note=action.reason)
-            return
-        if action.action == "search":
-            # Every call repeats one already made: nothing new can come of it, so answer
-            # from what was found instead of spending the budget on it.
-            state.decision = "answer" if state.focus else "give_up"
-            state.reason = "the planner repeated earlier searches"
-        elif action.action == "give_up":
-            state.decision, state.reason = "give_up", action.reason or None
-        else:
+        decision = value.decision
+        trace.note = decision
+        if decision == "answer":
+            state.proposed = [s for s in P.proposed(shown, value.answer) if s.text]
             state.decision = "answer"
+        elif decision == "not_in_mail":
+            state.decision, state.reason = "give_up", "the model found that the mail does not answer this"
+        else:
+            asked = [c.model_dump(mode="json") for c in getattr(value, "searches", [])]
+            threads = P.thread_ids(shown)
+            for item in asked:
+                if "thread_id" in item["arguments"]:
+                    item["arguments"]["thread_id"] = threads.get(item["arguments"]["thread_id"], "")
+            calls = self._fresh_calls(state, step, asked)
+            if calls:
+                state.awaiting.append(step)
+                state.decision = "search"
+                await self._send_tools(state, step, calls, kind="decide")
+                return
+            # Nothing new to search: answer from what was found rather than spend the
+            # budget repeating a call.
+            state.decision = "answer" if state.focus else "give_up"
+            state.reason = "the planner asked for no new search"
         await self.repo.progress(
-            state.run.run_id,
-            ProgressEvent(
-                event="step",
-                payload={"step": step, "kind": kind, "action": state.decision, "reason": state.reason or action.reason},
-            ),
+            state.run.run_id, ProgressEvent(event="step", payload={"step": step, "kind": "decide", "action": state.decision})
         )
+
+    def _fresh_calls(self, state: RunState, step: int, asked: list[dict]) -> list[ToolCall]:
+        calls: list[ToolCall] = []
+        for item in asked:
+            arguments = {k: v for k, v in item["arguments"].items() if v not in (None, [], "")}
+            if item["tool"] == "search":
+                arguments, dropped = drop_unasked(state.run.question, arguments)
+                if dropped:
+                    state.notes.append(f"dropped filters the question never mentioned: {', '.join(dropped)}")
+            if any(c.tool == item["tool"] and c.arguments == arguments for c in [*state.trace.searched, *calls]):
+                continue
+            calls.append(ToolCall(call_id=f"s{step}-{len(calls) + 1}", tool=item["tool"], arguments=arguments))
+        return calls[:MAX_CALLS_PER_STEP]
 
     def _record(self, state: RunState, batch: ToolBatchCompleted) -> None:
         step = next((s for s in state.trace.steps if s.step == batch.step), None)
+        new_ids: list[str] = []
+        emptied_by_filters = bool(batch.outcomes)
         for o in batch.outcomes:
             if step is not None:
                 step.tool_calls.append(o.model_copy(update={"output": None}))
@@ -177,20 +212,28 @@ class Planner:
                 state.trace.widen_attempts.append(
                     WidenAttempt(step=batch.step, tool=o.tool, call_id=o.call_id, reason=o.error_code or "widen_refused", detail=o.error or "")
                 )
-            state.notes.append(observation_note(o))
-            for mid in o.message_ids:
-                if mid not in state.focus:
-                    state.focus.append(mid)
-            if batch.step == 0 and o.ok and o.tool == "search":
-                state.hits = [_hit(item) for item in o.output or []]
+            fresh = [m for m in o.message_ids if m not in state.focus and m not in new_ids]
+            new_ids += fresh
+            if batch.step > 0:
+                state.notes.append(search_note(o, len(fresh), []))
+            emptied_by_filters &= o.ok and not o.message_ids and has_filters(o.arguments)
+            if batch.step == 0 and o.ok and o.output is not None and o.output.kind == "hits":
+                state.hits = list(o.output.hits)
+        # Later finds go first, interleaved with earlier ones, so a targeted search is
+        # seen even when the passage budget is tight.
+        state.focus = _interleave(new_ids, state.focus) if batch.step > 0 else state.focus + new_ids
+        if emptied_by_filters and not state.refunded and state.steps_used > 0:
+            state.refunded = True
+            state.steps_used -= 1
+            state.notes.append("that search found nothing only because of its filters; the step was given back")
 
     # ------------------------------------------------------------ effects
 
-    async def _send_tools(self, state: RunState, step: int, calls: list[ToolCall], *, kind: str, note: str | None = None) -> None:
+    async def _send_tools(self, state: RunState, step: int, calls: list[ToolCall], *, kind: str) -> None:
         run = state.run
         await self.repo.progress(
             run.run_id,
-            ProgressEvent(event="step", payload={"step": step, "kind": kind, "calls": [c.model_dump() for c in calls], "note": note}),
+            ProgressEvent(event="step", payload={"step": step, "kind": kind, "calls": [c.model_dump() for c in calls]}),
         )
         await self.repo.publish(
             streams.TOOLS,
@@ -211,7 +254,7 @@ class Planner:
             AnswerRequested(
                 run_id=run.run_id, tenant_id=run.tenant_id, scope_token=run.scope_token, deadline=run.deadline,
                 question=run.question, step=state.next_step, trace=state.trace, usage=state.usage,
-                focus=state.focus, hits=state.hits,
+                focus=state.focus, hits=state.hits, proposed=state.proposed,
             ),
         )
 
@@ -231,41 +274,9 @@ class Planner:
             ),
         )
 
-    async def _ask(
-        self, messages: list[dict[str, Any]], deadline: float, stage: str, schema: type[Action] = PlannerAction
-    ) -> tuple[Action | None, Usage, float, str | None]:
-        started = time.monotonic()
-        try:
-            result = await self.model.structured(messages, schema, name="planner_action", deadline=deadline)
-        except ModelOutputInvalid as exc:
-            metrics.MODEL_CALLS.labels(stage, "invalid").inc()
-            return None, Usage(model_calls=2), time.monotonic() - started, f"invalid model output: {exc.detail}"
-        except ModelError as exc:
-            metrics.MODEL_CALLS.labels(stage, "unavailable").inc()
-            return None, Usage(model_calls=1), time.monotonic() - started, f"model unavailable: {exc.detail}"
-        metrics.MODEL_CALLS.labels(stage, "ok").inc()
-        metrics.MODEL_SECONDS.labels(stage).observe(result.seconds)
-        metrics.MODEL_TOKENS.labels(stage, "prompt").inc(result.usage.prompt_tokens)
-        metrics.MODEL_TOKENS.labels(stage, "completion").inc(result.usage.completion_tokens)
-        usage = Usage(
-            model_calls=result.attempts, prompt_tokens=result.usage.prompt_tokens, completion_tokens=result.usage.completion_tokens
-        )
-        return result.value, usage, result.seconds, None
 
-
-def _already_made(state: RunState, tool: str, arguments: dict[str, Any]) -> bool:
-    return any(c.tool == tool and c.arguments == arguments for c in state.trace.searched)
-
-
-def _add_usage(total: Usage, part: Usage) -> None:
-    total.model_calls += part.model_calls
-    total.prompt_tokens += part.prompt_tokens
-    total.completion_tokens += part.completion_tokens
-
-
-def _hit(view: dict[str, Any]) -> Hit:
-    return Hit(
-        message_id=view["message_id"], thread_id=view["thread_id"], mailbox=view.get("mailbox", ""),
-        sender=view.get("from", ""), date=view.get("date"), subject=view.get("subject", ""),
-        snippet=view.get("snippet", ""), score=view.get("score", 0.0),
-    )
+def _interleave(first: list[str], second: list[str]) -> list[str]:
+    out: list[str] = []
+    for i in range(max(len(first), len(second))):
+        out += [x[i] for x in (first, second) if i < len(x)]
+    return list(dict.fromkeys(out))

@@ -16,8 +16,8 @@ from typing import Iterable, Sequence
 from services.searcher.embedding import Embedder
 from services.searcher.errors import NotFound, WidenRefused
 from services.searcher.index.base import ChunkPayload, IndexFilter, IndexMode, MailIndex, ScoredChunk
-from services.searcher.schemas import Contact, Narrowing
-from shared.messages import EvidenceAttachment, EvidenceMessage, Hit
+from shared.filters import Narrowing
+from shared.messages import Contact, EvidenceAttachment, EvidenceMessage, Hit
 from shared.scope import Scope
 
 SNIPPET_CHARS = 240
@@ -214,12 +214,16 @@ class ScopedMailRepository:
             raise NotFound(f"message {message_id} is not in scope")
         return found[0]
 
-    def thread(self, scope: Scope, thread_id: str, limit: int = 20) -> list[EvidenceMessage]:
+    def thread(
+        self, scope: Scope, thread_id: str, limit: int = 20, *, latest: bool = False
+    ) -> list[EvidenceMessage]:
+        """A thread's messages oldest first: its first ``limit``, or with ``latest`` its
+        last ``limit``."""
         flt = scope_filter(scope, thread_ids=(thread_id,))
         found = assemble(self._index.scroll(flt, limit=2000))
         if not found:
             raise NotFound(f"thread {thread_id} is not in scope")
-        return found[:limit]
+        return found[-limit:] if latest else found[:limit]
 
     def related(
         self, scope: Scope, message_id: str, narrowing: Narrowing | None = None, limit: int = 5

@@ -1,33 +1,49 @@
 """Searcher logic: run one tool call inside a verified scope, or one direct search.
 
 No FastStream here: :class:`ToolRunner` takes typed arguments and returns typed results,
-so it is tested directly against a real index.
+so it is tested directly against a real index. Each tool of the registry
+(:data:`shared.tools.TOOLS`) has one handler here, registered under its name.
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
-from services.searcher.errors import InvalidArguments, ToolError, UnknownTool, WidenRefused
+from services.searcher.errors import InvalidArguments, NotFound, ToolError, UnknownTool, WidenRefused
 from services.searcher.repository import ScopedMailRepository
-from services.searcher.schemas import (
-    TOOLS,
+from shared.filters import Narrowing
+from shared.messages import (
+    AttachmentsResult,
     AttachmentView,
+    ContactsResult,
+    EvidenceMessage,
+    Hit,
+    HitsResult,
+    MessagesResult,
+    MessageView,
+    ToolCall,
+    ToolOutcome,
+    ToolOutput,
+)
+from shared.scope import Scope
+from shared.tools import (
+    TOOLS,
     ContactsArgs,
     FindRelatedArgs,
-    MessageView,
-    Narrowing,
     ReadAttachmentTextArgs,
     ReadMessageArgs,
     ReadThreadArgs,
     SearchArgs,
 )
-from shared.messages import EvidenceMessage, Hit, ToolCall, ToolOutcome
-from shared.scope import Scope
+
+# How many of a search's best threads ``thread_latest`` looks into: each adds up to
+# five whole messages to what the model reads.
+LATEST_THREADS = 3
 
 
 @dataclass
@@ -36,14 +52,32 @@ class ToolRun:
     evidence: list[EvidenceMessage] = field(default_factory=list)
 
 
-def parse_arguments(tool: str, arguments: dict[str, Any]) -> Any:
+Handled = tuple[ToolOutput, list[EvidenceMessage]]
+Handler = Callable[[ScopedMailRepository, Scope, Any], Handled]
+HANDLERS: dict[str, Handler] = {}
+
+
+def handles(name: str) -> Callable[[Handler], Handler]:
+    """Register the handler of the registry's tool ``name`` (a name the registry does
+    not know fails at import)."""
+    if name not in TOOLS:
+        raise KeyError(f"no tool {name!r} in the registry")
+
+    def register(fn: Handler) -> Handler:
+        HANDLERS[name] = fn
+        return fn
+
+    return register
+
+
+def parse_arguments(tool: str, arguments: dict[str, Any]) -> BaseModel:
     """Validate arguments strictly; an unknown property is a widen attempt, other
     mistakes are plain invalid arguments."""
-    model = TOOLS.get(tool)
-    if model is None:
+    spec = TOOLS.get(tool)
+    if spec is None:
         raise UnknownTool(f"unknown tool {tool!r}; known: {', '.join(TOOLS)}")
     try:
-        return model.model_validate(arguments)
+        return spec.args.model_validate(arguments)
     except ValidationError as exc:
         extra = [".".join(map(str, e["loc"])) for e in exc.errors() if e["type"] == "extra_forbidden"]
         if extra:
@@ -56,20 +90,7 @@ def parse_arguments(tool: str, arguments: dict[str, Any]) -> Any:
         raise InvalidArguments(f"{tool}: {where}: {first['msg']}") from None
 
 
-def _hit_view(h: Hit) -> dict[str, Any]:
-    return {
-        "message_id": h.message_id,
-        "thread_id": h.thread_id,
-        "mailbox": h.mailbox,
-        "score": round(h.score, 4),
-        "from": h.sender,
-        "date": h.date.isoformat() if h.date else None,
-        "subject": h.subject,
-        "snippet": h.snippet,
-    }
-
-
-def _message_view(m: EvidenceMessage) -> dict[str, Any]:
+def message_view(m: EvidenceMessage) -> MessageView:
     return MessageView(
         message_id=m.message_id,
         thread_id=m.thread_id,
@@ -77,11 +98,76 @@ def _message_view(m: EvidenceMessage) -> dict[str, Any]:
         folder="",
         sender=m.sender,
         recipients=m.recipients,
-        date=m.date.isoformat() if m.date else None,
+        date=m.date,
         subject=m.subject,
         attachment_names=[a.name for a in m.attachments],
         body=m.body,
-    ).model_dump()
+    )
+
+
+# ------------------------------------------------------------------ handlers
+
+
+@handles("search")
+def _search(repo: ScopedMailRepository, scope: Scope, args: SearchArgs) -> Handled:
+    hits = repo.search(scope, args.query, args.mode, args, args.limit)
+    evidence = repo.messages(scope, [h.message_id for h in hits])
+    latest = _thread_latest(repo, scope, hits, args.thread_latest) if args.thread_latest else []
+    result = HitsResult(hits=hits, latest=[message_view(m) for m in latest])
+    return result, evidence + latest
+
+
+def _thread_latest(repo: ScopedMailRepository, scope: Scope, hits: list[Hit], n: int) -> list[EvidenceMessage]:
+    """The newest ``n`` messages of each of the best hits' threads, those that are hits
+    already left out (the model has them). Read through the scoped thread read, so they
+    are scoped like the hits themselves."""
+    seen = {h.message_id for h in hits}
+    threads = list(dict.fromkeys(h.thread_id for h in hits))[:LATEST_THREADS]
+    out: list[EvidenceMessage] = []
+    for thread_id in threads:
+        try:
+            newest = repo.thread(scope, thread_id, n, latest=True)
+        except NotFound:  # gone since the search: nothing to add
+            continue
+        for m in newest:
+            if m.message_id not in seen:
+                seen.add(m.message_id)
+                out.append(m)
+    return out
+
+
+@handles("read_thread")
+def _read_thread(repo: ScopedMailRepository, scope: Scope, args: ReadThreadArgs) -> Handled:
+    msgs = repo.thread(scope, args.thread_id, args.limit)
+    return MessagesResult(messages=[message_view(m) for m in msgs]), msgs
+
+
+@handles("read_message")
+def _read_message(repo: ScopedMailRepository, scope: Scope, args: ReadMessageArgs) -> Handled:
+    msg = repo.message(scope, args.message_id)
+    return MessagesResult(messages=[message_view(msg)]), [msg]
+
+
+@handles("read_attachment_text")
+def _read_attachment_text(repo: ScopedMailRepository, scope: Scope, args: ReadAttachmentTextArgs) -> Handled:
+    msg = repo.message(scope, args.message_id)
+    parts = [a for a in msg.attachments if args.attachment_name in (None, a.name)]
+    views = [AttachmentView(message_id=msg.message_id, name=a.name, text=a.text) for a in parts]
+    return AttachmentsResult(attachments=views), [msg]
+
+
+@handles("find_related")
+def _find_related(repo: ScopedMailRepository, scope: Scope, args: FindRelatedArgs) -> Handled:
+    hits = repo.related(scope, args.message_id, args, args.limit)
+    return HitsResult(hits=hits), repo.messages(scope, [h.message_id for h in hits])
+
+
+@handles("contacts")
+def _contacts(repo: ScopedMailRepository, scope: Scope, args: ContactsArgs) -> Handled:
+    return ContactsResult(contacts=repo.contacts(scope, args, args.query, args.limit)), []
+
+
+# ------------------------------------------------------------------ runner
 
 
 class ToolRunner:
@@ -94,7 +180,7 @@ class ToolRunner:
         started = time.perf_counter()
         try:
             args = parse_arguments(call.tool, call.arguments)
-            output, evidence = self._dispatch(scope, args)
+            output, evidence = HANDLERS[call.tool](self._repo, scope, args)
         except ToolError as exc:
             return ToolRun(
                 ToolOutcome(
@@ -120,30 +206,6 @@ class ToolRunner:
             ),
             evidence,
         )
-
-    def _dispatch(self, scope: Scope, args: Any) -> tuple[Any, list[EvidenceMessage]]:
-        repo = self._repo
-        if isinstance(args, SearchArgs):
-            hits = repo.search(scope, args.query, args.mode, args, args.limit)
-            return [_hit_view(h) for h in hits], repo.messages(scope, [h.message_id for h in hits])
-        if isinstance(args, ReadThreadArgs):
-            msgs = repo.thread(scope, args.thread_id, args.limit)
-            return [_message_view(m) for m in msgs], msgs
-        if isinstance(args, ReadMessageArgs):
-            msg = repo.message(scope, args.message_id)
-            return _message_view(msg), [msg]
-        if isinstance(args, ReadAttachmentTextArgs):
-            msg = repo.message(scope, args.message_id)
-            parts = [a for a in msg.attachments if args.attachment_name in (None, a.name)]
-            views = [AttachmentView(message_id=msg.message_id, name=a.name, text=a.text).model_dump() for a in parts]
-            return views, [msg]
-        if isinstance(args, FindRelatedArgs):
-            hits = repo.related(scope, args.message_id, args, args.limit)
-            return [_hit_view(h) for h in hits], repo.messages(scope, [h.message_id for h in hits])
-        if isinstance(args, ContactsArgs):
-            people = repo.contacts(scope, args, args.query, args.limit)
-            return [c.model_dump() for c in people], []
-        raise UnknownTool(f"no handler for {type(args).__name__}")  # pragma: no cover
 
     def direct_search(
         self, scope: Scope, query: str, mode: str, filters: dict[str, Any], limit: int

@@ -23,7 +23,6 @@ from services.searcher.errors import SearcherError
 from services.searcher.index import open_index
 from services.searcher.ingest.service import Ingester
 from services.searcher.repository import ScopedMailRepository
-from services.searcher.schemas import TOOLS
 from services.searcher.service import ToolRunner
 from shared import streams
 from shared.bus import connect, encode, publish
@@ -43,6 +42,7 @@ from shared.messages import (
 from shared.scope import Scope, verify_scope
 from shared.settings import searcher_settings
 from shared.telemetry import report_streams, serve_metrics, setup_logging
+from shared.tools import TOOLS
 from shared.worker import make_broker, subscribe
 
 log = logging.getLogger("pmsearch.searcher")

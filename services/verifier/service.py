@@ -11,7 +11,15 @@ A sentence (after this service's own split) is kept only when
 3. it cites at least one message (else ``no_citation``);
 4. every message it cites is in the run's evidence (else ``unknown_citation``);
 5. every quoted phrase occurs, after normalisation and as whole words, in at least one
-   of the messages it cites (else ``quote_not_found``).
+   of the messages it cites (else ``quote_not_found``);
+6. every figure (number, amount, percentage, date, time, code, e-mail address, URL)
+   occurs, compared as a value, in at least one of the messages it cites (else
+   ``figure_not_found``, offending: the figure as written; see :mod:`.figures`);
+7. at most ``unsupported_threshold`` of its content words (stemmed, stop words and
+   generic answer words left out, quotes included) are missing from all of the messages
+   it cites, once it has at least ``MIN_CONTENT_WORDS`` of them (else
+   ``unsupported_claim``, offending: up to five missing words; see :mod:`.support`).
+   A real quote cannot carry an invented claim past this.
 
 Each citation of a kept sentence carries an excerpt cut from the stored source: the
 matched quote with its offsets when that message holds one of the sentence's quotes,
@@ -42,10 +50,17 @@ from shared.messages import (
     VerificationRequested,
 )
 from services.verifier.citations import parse_structured, strip_markers
+from services.verifier.figures import normalize_figures, sentence_figures, supported
 from services.verifier.normalize import normalize
 from services.verifier.quotes import extract_quotes
 from services.verifier.sources import Sources
 from services.verifier.splitter import split_sentences
+from services.verifier.support import (
+    blank_figures,
+    content_words,
+    missing_words,
+    unsupported_words,
+)
 
 log = logging.getLogger("pmsearch.verifier")
 
@@ -56,6 +71,23 @@ _STOPWORDS = frozenset(
     they this to was we were what when which who will with would you your""".split()
 )
 SNIPPET_CHARS = 200
+# Share of a sentence's content words that may be missing from its cited messages before
+# it is removed as an unsupported claim (strictly more is removed). A starting value, to
+# be calibrated on an evaluation set through ``verify(..., unsupported_threshold=...)``.
+UNSUPPORTED_THRESHOLD = 0.5
+# Sentences with fewer content words are not judged by that check.
+MIN_CONTENT_WORDS = 3
+MAX_OFFENDING_WORDS = 5
+
+__all__ = [
+    "MIN_CONTENT_WORDS",
+    "UNSUPPORTED_THRESHOLD",
+    "Verdict",
+    "decide",
+    "decide_with_verdict",
+    "unsupported_words",
+    "verify",
+]
 
 
 class Verdict(Contract):
@@ -92,7 +124,11 @@ def _content_words(text: str) -> frozenset[str]:
 
 
 def _check(
-    raw: str, inherited: list[str], malformed: list[str], sources: Sources
+    raw: str,
+    inherited: list[str],
+    malformed: list[str],
+    sources: Sources,
+    unsupported_threshold: float = UNSUPPORTED_THRESHOLD,
 ) -> AnswerSentence | RemovedSentence:
     clean, inline = strip_markers(raw)
 
@@ -129,6 +165,21 @@ def _check(
         if not found:
             return removed("quote_not_found", quote.text)
 
+    norm = normalize_figures(clean)
+    figures = sentence_figures(norm, clean)
+    if figures:
+        keys = [sources[message_id].figure_keys for message_id in cited]
+        for figure in figures:
+            if not supported(figure, keys):
+                start, end = norm.source_span(figure.start, figure.end)
+                return removed("figure_not_found", clean[start:end])
+
+    content = content_words(blank_figures(norm.text, figures))
+    if len(content) >= MIN_CONTENT_WORDS:
+        missing = missing_words(content, [sources[message_id].stems for message_id in cited])
+        if len(missing) / len(content) > unsupported_threshold:
+            return removed("unsupported_claim", " ".join(missing[:MAX_OFFENDING_WORDS]))
+
     words: frozenset[str] | None = None
     citations: list[Citation] = []
     for message_id in cited:
@@ -142,10 +193,17 @@ def _check(
     return AnswerSentence(text=clean, citations=citations)
 
 
-def verify(draft: Draft, evidence: Mapping[str, EvidenceMessage]) -> Verdict:
+def verify(
+    draft: Draft,
+    evidence: Mapping[str, EvidenceMessage],
+    *,
+    unsupported_threshold: float = UNSUPPORTED_THRESHOLD,
+) -> Verdict:
     """Split ``draft`` and keep only the sentences that pass every rule (module docstring).
 
     ``evidence`` is the run's evidence as the searcher stored it, keyed by message ID.
+    ``unsupported_threshold`` is the share of missing content words above which a
+    sentence is an unsupported claim.
     """
     sources = Sources(evidence)
     verdict = Verdict()
@@ -154,7 +212,7 @@ def verify(draft: Draft, evidence: Mapping[str, EvidenceMessage]) -> Verdict:
         if not sentences and structured:
             verdict.removed.append(RemovedSentence(text=text, reason="empty_sentence"))
         for sentence in sentences:
-            outcome = _check(sentence.text, inherited, malformed, sources)
+            outcome = _check(sentence.text, inherited, malformed, sources, unsupported_threshold)
             if isinstance(outcome, AnswerSentence):
                 verdict.kept.append(outcome)
             else:
@@ -226,10 +284,12 @@ def _searched(trace: Trace) -> list[ToolCall]:
     return calls
 
 
-def _safe_verify(draft: Draft, evidence: Mapping[str, EvidenceMessage]) -> Verdict:
+def _safe_verify(
+    draft: Draft, evidence: Mapping[str, EvidenceMessage], unsupported_threshold: float
+) -> Verdict:
     """verify(), but a bug in it ends the run without an answer instead of wedging it."""
     try:
-        return verify(draft, evidence)
+        return verify(draft, evidence, unsupported_threshold=unsupported_threshold)
     except Exception:  # noqa: BLE001 - the run must still finish, unanswered
         log.exception("verification failed; treating the whole draft as malformed")
         text = draft.text or " ".join(s.text for s in draft.sentences or [])
@@ -241,6 +301,7 @@ def decide_with_verdict(
     evidence: Mapping[str, EvidenceMessage],
     *,
     now: float | None = None,
+    unsupported_threshold: float = UNSUPPORTED_THRESHOLD,
 ) -> tuple[RunResult, Verdict]:
     """The run's result and, for an ``answer`` ending, the verdict behind it."""
     evidence = run_evidence(request, evidence)
@@ -253,7 +314,7 @@ def decide_with_verdict(
 
     if request.ending == "answer":
         if request.draft is not None:
-            verdict = _safe_verify(request.draft, evidence)
+            verdict = _safe_verify(request.draft, evidence, unsupported_threshold)
         answer = verdict.answer()
         trace.removed_sentences.extend(verdict.removed)
         if answer is not None:
@@ -298,6 +359,9 @@ def decide(
     evidence: Mapping[str, EvidenceMessage],
     *,
     now: float | None = None,
+    unsupported_threshold: float = UNSUPPORTED_THRESHOLD,
 ) -> RunResult:
     """The one result of the run (see the outcome table in DESIGN.md)."""
-    return decide_with_verdict(request, evidence, now=now)[0]
+    return decide_with_verdict(
+        request, evidence, now=now, unsupported_threshold=unsupported_threshold
+    )[0]

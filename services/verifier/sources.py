@@ -3,6 +3,11 @@ once (lazily, only when a sentence cites the message) and cut into word tokens.
 
 A message has searchable parts: its body (``part="body"``), each attachment's text
 (``"attachment:<name>"``) and its subject (``"subject"``), in that order of preference.
+
+For the figures and the unsupported-content checks each message also gets, once and
+only when a sentence needs them, the keys of its figures and the stems of its words:
+those of its parts plus its sender and (figures only) its date, which a sentence may
+fairly state ("Anna wrote on 29 November ...").
 """
 
 from __future__ import annotations
@@ -13,7 +18,9 @@ from dataclasses import dataclass, field
 from itertools import islice
 
 from shared.messages import EvidenceMessage, Excerpt
-from services.verifier.normalize import Normalized, find_phrase, normalize_with_map
+from services.verifier import figures
+from services.verifier.normalize import Normalized, find_phrase, normalize, normalize_with_map
+from services.verifier.support import stems_of
 
 _WORD = re.compile(r"\w+")
 # Passages are about PASSAGE_WORDS words. The best one is sought among windows of WINDOW
@@ -31,6 +38,14 @@ class Part:
     _norm: Normalized | None = None
     _tokens: list[str] | None = None
     _windows: list[tuple[int, frozenset[str]]] | None = None
+
+    @property
+    def figure_text(self) -> str:
+        """The normalised text figures are read from (digit groups split by a thin or
+        no-break space read as one number: that needs a normalisation of its own)."""
+        if figures.needs_preparing(self.original):
+            return figures.normalize_figures(self.original).text
+        return self.norm.text
 
     @property
     def norm(self) -> Normalized:
@@ -91,6 +106,33 @@ class Part:
 class Source:
     message: EvidenceMessage
     parts: list[Part] = field(default_factory=list)
+    _figure_keys: frozenset[figures.Key] | None = None
+    _stems: frozenset[str] | None = None
+
+    @property
+    def figure_keys(self) -> frozenset[figures.Key]:
+        """Keys of every figure of the message's parts, sender and date."""
+        if self._figure_keys is None:
+            keys: set[figures.Key] = set()
+            for part in self.parts:
+                keys.update(figures.source_keys(part.figure_text))
+            keys.update(figures.source_keys(normalize(self.message.sender)))
+            date = self.message.date
+            if date is not None:
+                keys.update(figures.date_keys(date.day, date.month, date.year))
+            self._figure_keys = frozenset(keys)
+        return self._figure_keys
+
+    @property
+    def stems(self) -> frozenset[str]:
+        """Stems of every word of the message's parts and sender."""
+        if self._stems is None:
+            stems: set[str] = set()
+            for part in self.parts:
+                stems.update(stems_of(part.tokens))
+            stems.update(stems_of(_WORD.findall(normalize(self.message.sender))))
+            self._stems = frozenset(stems)
+        return self._stems
 
     @classmethod
     def of(cls, message: EvidenceMessage) -> Source:

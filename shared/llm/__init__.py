@@ -1,12 +1,18 @@
 """The model client package. Imported by the planner and the answerer only: the
-verifier has no model credentials and must never import it."""
+verifier has no model credentials and must never import it.
 
+Stages call the model through :func:`call_model`, which returns a :class:`ModelCall`
+and records the model metrics (:mod:`shared.llm.metrics`) in one place.
+"""
+
+from shared.llm.bookkeeping import ModelCall, call_model
 from shared.llm.breaker import CircuitBreaker
 from shared.llm.client import ModelClient, ModelUsage, StructuredResult
 from shared.llm.errors import ModelError, ModelOutputInvalid, ModelTimeout, ModelUnavailable
 
 __all__ = [
     "CircuitBreaker",
+    "ModelCall",
     "ModelClient",
     "ModelError",
     "ModelOutputInvalid",
@@ -14,4 +20,5 @@ __all__ = [
     "ModelUnavailable",
     "ModelUsage",
     "StructuredResult",
+    "call_model",
 ]

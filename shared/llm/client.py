@@ -11,6 +11,9 @@ it validated by code. Failure modes are mapped for the callers, which turn
 - an open breaker: refused at once, without touching the network;
 - an invalid object: asked again once with the validation errors, then
   :class:`ModelOutputInvalid`.
+
+Whatever the outcome, the call's spending is kept: on the result, or on the error
+(``attempts`` and tokens, see :mod:`shared.llm.errors`).
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
 import httpx
@@ -62,8 +65,16 @@ class StructuredResult(Generic[T]):
     value: T
     usage: ModelUsage
     raw_text: str
-    attempts: int
+    attempts: int  # HTTP completions requested: transport retries and the repair round count
     seconds: float
+
+
+@dataclass
+class _Tally:
+    """What one structured call has spent so far."""
+
+    requests: int = 0
+    usage: ModelUsage = field(default_factory=ModelUsage)
 
 
 class _Transient(Exception):
@@ -142,12 +153,27 @@ class ModelClient:
             "stream": False,
             **response_fields(self.dialect, name, schema_of(schema_model)),
         }
-        convo = list(messages)
-        usage = ModelUsage()
-        raw = ""
+        tally = _Tally()
+        try:
+            return await self._rounds(list(messages), schema_model, name, body_base, ends_at, started, tally)
+        except ModelError as exc:
+            exc.spent(tally.requests, tally.usage.prompt_tokens, tally.usage.completion_tokens)
+            raise
+
+    async def _rounds(
+        self,
+        convo: list[Message],
+        schema_model: type[T],
+        name: str,
+        body_base: dict[str, Any],
+        ends_at: float,
+        started: float,
+        tally: _Tally,
+    ) -> StructuredResult[T]:
+        """Ask, and once more with the validation errors if the reply does not fit."""
         for attempt in (1, 2):
-            data = await self._post({**body_base, "messages": convo}, ends_at)
-            usage.add(data.get("usage"))
+            data = await self._post({**body_base, "messages": convo}, ends_at, tally)
+            tally.usage.add(data.get("usage"))
             raw = reply_text(self.dialect, _first_message(data))
             try:
                 value = parse_structured(raw, schema_model)
@@ -170,14 +196,14 @@ class ModelClient:
                 continue
             return StructuredResult(
                 value=value,
-                usage=usage,
+                usage=tally.usage,
                 raw_text=raw,
-                attempts=attempt,
+                attempts=tally.requests,
                 seconds=time.monotonic() - started,
             )
         raise AssertionError("unreachable")
 
-    async def _post(self, body: dict[str, Any], ends_at: float) -> dict[str, Any]:
+    async def _post(self, body: dict[str, Any], ends_at: float, tally: _Tally) -> dict[str, Any]:
         """POST chat/completions with retries inside the time left; the parsed body."""
         retrying = AsyncRetrying(
             stop=stop_after_attempt(self.settings.model_retries + 1)
@@ -195,14 +221,14 @@ class ModelClient:
         try:
             async for attempt in retrying:
                 with attempt:
-                    return await self._attempt(body, ends_at)
+                    return await self._attempt(body, ends_at, tally)
         except _Transient as exc:
             if exc.timeout:
                 raise ModelTimeout(str(exc)) from exc
             raise ModelUnavailable(str(exc)) from exc
         raise AssertionError("unreachable")
 
-    async def _attempt(self, body: dict[str, Any], ends_at: float) -> dict[str, Any]:
+    async def _attempt(self, body: dict[str, Any], ends_at: float, tally: _Tally) -> dict[str, Any]:
         remaining = _remaining(ends_at)
         if remaining < _MIN_ATTEMPT_SECONDS:
             raise ModelTimeout("no time left for a model call before the deadline")
@@ -211,6 +237,7 @@ class ModelClient:
                 "model circuit is open",
                 retry_after_seconds=round(self.breaker.seconds_until_retry(), 3),
             )
+        tally.requests += 1
         try:
             async with asyncio.timeout(remaining):
                 response = await self._http.post("chat/completions", json=body)

@@ -12,10 +12,10 @@ from services.searcher.index.edge import EdgeIndex
 from services.searcher.ingest.readers import demo_mailboxes, read_path
 from services.searcher.ingest.service import Ingester
 from services.searcher.repository import ScopedMailRepository
-from services.searcher.schemas import TOOLS
-from services.searcher.service import ToolRunner
+from services.searcher.service import HANDLERS, ToolRunner
 from shared.messages import ToolCall
 from shared.scope import Scope
+from shared.tools import TOOLS
 from tests.fixtures.stack import DEMO
 
 ALICE = Scope(tenant_id="acme", principal="alice", mailboxes=("alice", "shared-claims"), expires_at=time.time() + 3600)
@@ -41,17 +41,21 @@ def call(runner: ToolRunner, scope: Scope, tool: str, **arguments):
 def first_id(runner, scope, subject) -> str:
     """The id of the message with this subject, found by searching for it."""
     run = call(runner, scope, "search", query=subject, mode="keyword", limit=20)
-    return next(h["message_id"] for h in run.outcome.output if h["subject"] == subject)
+    return next(h.message_id for h in run.outcome.output.hits if h.subject == subject)
+
+
+def test_every_tool_has_one_handler():
+    assert set(HANDLERS) == set(TOOLS)
 
 
 def test_every_tool_schema_forbids_extra_properties():
-    for model in TOOLS.values():
-        assert model.model_json_schema()["additionalProperties"] is False
+    for spec in TOOLS.values():
+        assert spec.args.model_json_schema()["additionalProperties"] is False
 
 
 def test_tenant_a_never_sees_tenant_b_in_any_tool(runner):
     golf = first_id(runner, ALICE, DECISION)
-    golf_thread = call(runner, ALICE, "read_message", message_id=golf).outcome.output["thread_id"]
+    golf_thread = call(runner, ALICE, "read_message", message_id=golf).outcome.output.messages[0].thread_id
     for tool, args in [
         ("search", {"query": "Golf claim CLM-2024-55817"}),
         ("read_message", {"message_id": golf}),
@@ -63,7 +67,7 @@ def test_tenant_a_never_sees_tenant_b_in_any_tool(runner):
         run = call(runner, CAROL, tool, **args)
         if run.outcome.ok:
             assert all(m.tenant_id == "globex" for m in run.evidence), tool
-            assert "Northwind" not in str(run.outcome.output), tool
+            assert "Northwind" not in run.outcome.output.model_dump_json(), tool
         else:
             assert run.outcome.error_code == "not_found", tool
 
@@ -102,7 +106,7 @@ def test_quarantined_mail_is_invisible_to_every_tool(runner):
     ]:
         run = call(runner, ALICE, tool, **args)
         assert run.outcome.ok
-        assert "confirm your bank details" not in str(run.outcome.output)
+        assert "confirm your bank details" not in run.outcome.output.model_dump_json()
         assert all("bank details" not in m.subject for m in run.evidence)
 
 
@@ -111,12 +115,13 @@ def test_read_message_returns_the_stored_source(runner):
     run = call(runner, ALICE, "read_message", message_id=mid)
     body = run.evidence[0].body
     assert "2,115.50" in body
-    assert body.count("Northwind Insurance AG") == run.outcome.output["body"].count("Northwind Insurance AG")
+    assert run.outcome.output.kind == "messages"
+    assert body.count("Northwind Insurance AG") == run.outcome.output.messages[0].body.count("Northwind Insurance AG")
 
 
 def test_read_thread_returns_the_whole_thread_oldest_first(runner):
     mid = first_id(runner, ALICE, DECISION)
-    thread = call(runner, ALICE, "read_message", message_id=mid).outcome.output["thread_id"]
+    thread = call(runner, ALICE, "read_message", message_id=mid).outcome.output.messages[0].thread_id
     run = call(runner, ALICE, "read_thread", thread_id=thread)
     dates = [m.date for m in run.evidence]
     assert len(dates) >= 3 and dates == sorted(dates)
@@ -125,10 +130,56 @@ def test_read_thread_returns_the_whole_thread_oldest_first(runner):
 def test_read_attachment_text_returns_pdf_text(runner):
     mid = first_id(runner, ALICE, DECISION)
     run = call(runner, ALICE, "read_attachment_text", message_id=mid)
-    assert run.outcome.ok and any("2,115.50" in a["text"] for a in run.outcome.output)
+    assert run.outcome.ok and any("2,115.50" in a.text for a in run.outcome.output.attachments)
 
 
 def test_contacts_count_people_in_scope(runner):
     run = call(runner, ALICE, "contacts", query="northwind")
-    assert run.outcome.ok and run.outcome.output
-    assert all("northwind" in (c["address"] + c["name"]).lower() for c in run.outcome.output)
+    contacts = run.outcome.output.contacts
+    assert run.outcome.ok and contacts
+    assert all("northwind" in (c.address + c.name).lower() for c in contacts)
+
+
+def test_each_tool_returns_its_registered_result(runner):
+    golf = first_id(runner, ALICE, DECISION)
+    thread = call(runner, ALICE, "read_message", message_id=golf).outcome.output.messages[0].thread_id
+    for tool, args in [
+        ("search", {"query": "Golf claim"}),
+        ("read_message", {"message_id": golf}),
+        ("read_thread", {"thread_id": thread}),
+        ("read_attachment_text", {"message_id": golf}),
+        ("find_related", {"message_id": golf}),
+        ("contacts", {"query": "northwind"}),
+    ]:
+        run = call(runner, ALICE, tool, **args)
+        assert run.outcome.ok, (tool, run.outcome.error)
+        assert isinstance(run.outcome.output, TOOLS[tool].result), tool
+
+
+def test_hits_name_the_sender_and_survive_the_stream(runner):
+    run = call(runner, ALICE, "search", query="Golf claim", limit=3)
+    wire = run.outcome.model_dump(mode="json")
+    assert all("sender" in h and "from" not in h for h in wire["output"]["hits"])
+    assert type(run.outcome).model_validate_json(run.outcome.model_dump_json()) == run.outcome
+
+
+def test_thread_latest_adds_the_newest_messages_of_the_hits_threads(runner):
+    plain = call(runner, ALICE, "search", query=DECISION, mode="keyword", limit=1)
+    run = call(runner, ALICE, "search", query=DECISION, mode="keyword", limit=1, thread_latest=2)
+    assert plain.outcome.output.latest == []
+    hits, latest = run.outcome.output.hits, run.outcome.output.latest
+    assert hits == plain.outcome.output.hits
+    hit = hits[0]
+    thread = call(runner, ALICE, "read_thread", thread_id=hit.thread_id).outcome.output.messages
+    newest = [m.message_id for m in thread[-2:] if m.message_id != hit.message_id]
+    assert newest and [m.message_id for m in latest] == newest
+    assert {m.thread_id for m in latest} == {hit.thread_id}
+    # Evidence for the run, like the hits.
+    assert set(newest) <= set(run.outcome.message_ids) and set(newest) <= {m.message_id for m in run.evidence}
+
+
+def test_thread_latest_stays_in_scope(runner):
+    run = call(runner, CAROL, "search", query="claim", limit=10, thread_latest=5)
+    assert run.outcome.ok
+    assert all(m.tenant_id == "globex" for m in run.evidence)
+    assert all(m.mailbox == "carol" for m in run.outcome.output.latest)

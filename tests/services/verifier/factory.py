@@ -27,11 +27,14 @@ M1_BODY = (
     "Dear Mr. Meier,\n\n"
     "we have received the photos of your Golf and the claim is\n"
     "accepted. The repair costs of €1,200.50 will be paid by 5 December 2025.\n\n"
-    "Kind regards,\nAnna Schmidt\nClaims department, Example Insurance Inc."
+    "Kind regards,\nAnna Schmidt\nClaims department, Example Insurance Inc.\n"
+    "anna.schmidt@insurer.example | https://insurer.example/claims/42\n\n"
+    "P.S. As I told you on the phone at 10:30 a.m. today: all is settled."
 )
 M2_BODY = (
     "Hi Anna,\nattached are the photos of the damaged bumper. The delay so far is "
-    "unacceptable to me. Let me know if you need anything else.\nBest, Tom"
+    "unacceptable to me. The photos are not blurry and the other drivers' cars were fine. "
+    "Let me know if you need anything else.\nBest, Tom"
 )
 M2_ATTACHMENT = "Photo 1: front bumper, left side. Photo 2: headlight."
 M3_BODY = (

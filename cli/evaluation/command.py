@@ -1,0 +1,140 @@
+"""``pmsearch eval`` end to end: load the set, (optionally) start the stack, ask every
+question, score, print and write the reports, check the gates."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Iterator
+
+import httpx
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from cli.evaluation import report, scoring
+from cli.evaluation.questions import EvalInputError, Question, load_questions, resolve_keys, select
+from cli.evaluation.runner import RunRecord, run_all
+from shared.settings import CliSettings
+
+
+@dataclass
+class EvalOptions:
+    set_path: Path
+    gateway: str | None = None
+    keys: Path | None = None
+    only: list[str] | None = None
+    kinds: list[str] | None = None
+    limit: int | None = None
+    baseline: bool = False
+    out: Path | None = None
+    timeout: float = 300.0
+    concurrency: int = 1
+    start: bool = False
+    min_precision: float | None = None
+    max_wrongly_answered: int | None = None
+    min_answered_right: float | None = None
+
+
+def split_csv(value: str | None) -> list[str]:
+    return [v.strip() for v in (value or "").split(",") if v.strip()]
+
+
+@contextlib.contextmanager
+def _target(opts: EvalOptions, settings: CliSettings, err: Console) -> Iterator[tuple[str, Path]]:
+    """(gateway URL, keys file): a running stack's, or one started here the way ``up`` does."""
+    if not opts.start:
+        yield opts.gateway or settings.gateway_url, opts.keys or settings.var_dir / "demo-keys.json"
+        return
+    from cli.demo import load_demo
+    from cli.main import local_stack
+
+    stack = local_stack(settings)
+    try:
+        err.print(f"starting pmsearch in {settings.var_dir}/ (logs in {stack.log_dir}/)")
+        try:
+            stack.start()
+        except (RuntimeError, TimeoutError) as exc:
+            raise RuntimeError(str(exc).splitlines()[0] + f" (logs in {stack.log_dir}/)") from None
+        load_demo(stack, settings.demo_dir, err)
+        yield stack.gateway_url, opts.keys or stack.var_dir / "demo-keys.json"
+    finally:
+        stack.stop()
+
+
+def _ask(gateway: str, questions: list[Question], keys: dict[str, str], opts: EvalOptions, err: Console) -> list[RunRecord]:
+    strategies = ("loop", "single_shot") if opts.baseline else ("loop",)
+    by_id = {q.id: q for q in questions}
+    tally = {s: [0, 0] for s in strategies}  # answered right, answerable done
+
+    with Progress(
+        TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+        console=err, transient=False,
+    ) as progress:
+        task = progress.add_task("asking", total=len(questions) * len(strategies))
+
+        def done(record: RunRecord) -> None:
+            q = by_id[record.question_id]
+            if q.answerable:
+                tally[record.strategy][1] += 1
+                tally[record.strategy][0] += scoring.answered_right(q, record.result)
+            right = ", ".join(f"{s} right {r}/{n}" for s, (r, n) in tally.items())
+            progress.update(task, advance=1, description=f"asking ({right})")
+
+        return asyncio.run(
+            run_all(gateway, questions, keys, strategies, opts.concurrency, opts.timeout, on_record=done)
+        )
+
+
+def _reachable(gateway: str) -> None:
+    """Refuse early when nothing listens: otherwise every question would be an ``error``."""
+    try:
+        httpx.get(f"{gateway}/healthz", timeout=10)
+    except httpx.HTTPError as exc:
+        raise EvalInputError(f"cannot reach the gateway at {gateway}: {exc}") from None
+
+
+def gate_failures(opts: EvalOptions, summary: dict) -> list[str]:
+    """The quality gates ``summary`` misses. An undefined figure (nothing to measure) passes."""
+    failed = []
+    precision, right = summary["citation_precision"], summary["answered_right"]
+    if opts.min_precision is not None and precision is not None and precision < opts.min_precision:
+        failed.append(f"citation_precision {precision:.3f} < {opts.min_precision:g}")
+    if opts.max_wrongly_answered is not None and summary["wrongly_answered"] > opts.max_wrongly_answered:
+        failed.append(f"wrongly_answered {summary['wrongly_answered']} > {opts.max_wrongly_answered}")
+    if opts.min_answered_right is not None and right is not None and right < opts.min_answered_right:
+        failed.append(f"answered_right {right:.3f} < {opts.min_answered_right:g}")
+    return failed
+
+
+def run_eval(opts: EvalOptions, settings: CliSettings, out: Console, err: Console) -> list[str]:
+    """Run the evaluation and write its reports; returns the failed gates (empty: all passed).
+
+    Raises EvalInputError for bad input, before anything is asked."""
+    questions = select(load_questions(opts.set_path), opts.only or [], opts.kinds or [], opts.limit)
+    if opts.concurrency < 1 or opts.timeout <= 0:
+        raise EvalInputError("--concurrency must be at least 1 and --timeout positive")
+    if opts.start and opts.gateway:
+        raise EvalInputError("--start runs its own stack; leave out --gateway")
+    started = datetime.now(timezone.utc)
+    with _target(opts, settings, err) as (gateway, keys_file):
+        keys = resolve_keys(questions, keys_file)
+        _reachable(gateway)
+        records = _ask(gateway, questions, keys, opts, err)
+
+    by_id = {q.id: q for q in questions}
+    strategies = list(dict.fromkeys(r.strategy for r in records))
+    summaries = {s: scoring.summarize(by_id, [r for r in records if r.strategy == s]) for s in strategies}
+    rows = [report.question_row(by_id[r.question_id], r) for r in records]
+    meta = {
+        "set": str(opts.set_path), "gateway": gateway, "started": started.isoformat(timespec="seconds"),
+        "questions": len(questions), "strategies": strategies, "timeout": opts.timeout, "concurrency": opts.concurrency,
+    }
+    out_dir = (opts.out or settings.var_dir / "eval") / started.strftime("%Y%m%dT%H%M%SZ")
+    md, js = report.write_reports(out_dir, meta, summaries, rows)
+    report.print_table(out, summaries)
+    out.print(f"wrote {md} and {js}", highlight=False, soft_wrap=True)
+    print(report.summary_line(meta, summaries, js), flush=True)  # last line of stdout, for scripts
+    return gate_failures(opts, summaries["loop"])

@@ -1,0 +1,162 @@
+"""Is a sentence's content in its cited sources? Content words, stemmed, counted.
+
+A sentence's content words are the words of its normal form (quotes included) minus
+stop words, the generic words an answer adds when it paraphrases a mail (below),
+one-letter words, words holding a digit, words of scripts written without spaces, and
+the spans of its figures (they have their own check). Each is reduced by
+:func:`stem`, a small suffix stripper applied to both sides alike, and looked up among
+the stems of the cited sources' words. The question's words are no free pass: a
+question can be written by an attacker too.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+from services.verifier.normalize import is_word_char, normalize
+
+_WORD = re.compile(r"\w+")
+# Words of two letters or more without digits or "_" (a word holding a digit is a figure
+# or part of one: the figures check owns it).
+_LETTERS = re.compile(r"\b[^\W\d_]{2,}\b")
+
+STOPWORDS = frozenset(
+    """a about above after again against all also am an and any are as at be because been
+    before being below between both but by can cannot could did do does doing done down
+    during each either else even ever every few for from further had has have having he her
+    here hers herself him himself his how however i if in into is it its itself just me
+    might more most must my myself neither nor not now of off on once only or other our
+    ours ourselves out over own per same shall she should since so some such than that the
+    their theirs them themselves then there these they this those through thus to too under
+    until up upon us very via was we were what whatever when where whether which while who
+    whom whose why will with within without would yet you your yours yourself yourselves
+    ll ve re don doesn didn isn aren wasn weren hasn haven hadn won wouldn shouldn couldn
+    mustn let lets""".split()
+)
+
+# Words an answer adds when it reports what a mail says, without claiming anything the
+# mail must contain: the mail itself ("email", "message"), the act of writing or
+# receiving it ("wrote", "sent", "told", "asked"), attribution ("according", "states",
+# "regarding") and bare answers ("yes", "no"). Compared after stemming, so the list
+# covers their inflections. Kept short on purpose: every entry is a word an invented
+# claim could hide behind.
+GENERIC = frozenset(
+    """email mail message said say says according confirmed yes no sent received
+    wrote write written asked told mentioned mention states stated regarding about reply
+    replied""".split()
+)
+
+_MIN_STEM = 3
+
+
+def stem(word: str) -> str:
+    """A light English stem: one inflection (-s, -es, -ies, -ed, -ied, -ing), then one
+    derivational suffix (-ation, -ion, -ment, -ness, -ance, -ence, -able, -er, -ly),
+    then a final -e and a doubled final consonant. Symmetric use matters more than linguistics.
+    """
+    w = word
+    if len(w) <= _MIN_STEM:
+        return w
+    for suffix, repl in (
+        ("ingly", ""), ("edly", ""), ("ies", "y"), ("ied", "y"), ("ing", ""), ("ed", ""),
+    ):
+        if w.endswith(suffix) and len(w) - len(suffix) + len(repl) >= _MIN_STEM:
+            w = w[: len(w) - len(suffix)] + repl
+            break
+    else:
+        if w.endswith("es") and w[-3:-2] in ("s", "x", "z") or w.endswith(("ches", "shes")):
+            w = w[:-2]
+        elif w.endswith("s") and not w.endswith(("ss", "us", "is")) and len(w) > _MIN_STEM:
+            w = w[:-1]
+    for suffix in ("ation", "ion", "ment", "ness", "ance", "ence", "able", "ible", "er", "ly"):
+        if w.endswith(suffix) and len(w) - len(suffix) >= _MIN_STEM:
+            w = w[: -len(suffix)]
+            break
+    if w.endswith("e") and len(w) > _MIN_STEM:
+        w = w[:-1]
+    if len(w) > _MIN_STEM and w[-1] == w[-2] and w[-1] not in "aeiouls":
+        w = w[:-1]
+    return w
+
+
+_STEMS: dict[str, str] = {}
+_GENERIC_STEMS = frozenset(stem(w) for w in GENERIC)
+
+
+def cached_stem(word: str) -> str:
+    s = _STEMS.get(word)
+    if s is None:
+        if len(_STEMS) > 100_000:
+            _STEMS.clear()
+        s = _STEMS[word] = stem(word)
+    return s
+
+
+def content_words(norm_text: str) -> list[tuple[str, str]]:
+    """(word, stem) of each distinct content word of normalised text, in order."""
+    out: dict[str, str] = {}
+    for w in _LETTERS.findall(norm_text):
+        if w in out or w in STOPWORDS or w in GENERIC:
+            continue
+        if not w.isascii() and not all(map(is_word_char, w)):
+            continue  # a script written without spaces: no words to count
+        s = cached_stem(w)
+        if s in _GENERIC_STEMS or s in STOPWORDS:
+            continue
+        out[w] = s
+    # Distinct stems: "claim" and "claims" count once.
+    seen: set[str] = set()
+    words = []
+    for w, s in out.items():
+        if s not in seen:
+            seen.add(s)
+            words.append((w, s))
+    return words
+
+
+def stems_of(tokens: Iterable[str]) -> frozenset[str]:
+    """Stems of a source's word tokens (already normalised)."""
+    distinct = set(tokens)
+    new = distinct - _STEMS.keys()
+    if new:
+        if len(_STEMS) > 100_000:
+            _STEMS.clear()
+            new = distinct
+        _STEMS.update((t, stem(t)) for t in new)
+    return frozenset(map(_STEMS.__getitem__, distinct))
+
+
+def missing_words(
+    words: list[tuple[str, str]], stem_sets: list[frozenset[str]]
+) -> list[str]:
+    return [w for w, s in words if not any(s in stems for stems in stem_sets)]
+
+
+def unsupported_words(sentence_text: str, sources_texts: Iterable[str]) -> tuple[list[str], int]:
+    """The content words of ``sentence_text`` found in none of ``sources_texts``, and how
+    many content words it has: ``unsupported = len(missing) / total``.
+
+    Pure, for calibration: the verifier applies the same rule to a sentence without its
+    citation markers against the parts of its cited messages.
+    """
+    from services.verifier.figures import normalize_figures, sentence_figures
+
+    norm = normalize_figures(sentence_text)
+    words = content_words(blank_figures(norm.text, sentence_figures(norm, sentence_text)))
+    stem_sets = [stems_of(_WORD.findall(normalize(t))) for t in sources_texts]
+    return missing_words(words, stem_sets), len(words)
+
+
+def blank_figures(norm_text: str, figures: Iterable) -> str:
+    """``norm_text`` with each figure's span replaced by spaces."""
+    pieces = []
+    last = 0
+    for f in figures:
+        pieces.append(norm_text[last : f.start])
+        pieces.append(" ")
+        last = f.end
+    if not pieces:
+        return norm_text
+    pieces.append(norm_text[last:])
+    return "".join(pieces)
