@@ -7,9 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from shared.fencing import Fence
-from shared.passages import SYSTEM, Passage, user_turn
-
-ANSWER = """Write the answer in "answer": 1 to 3 short sentences, each with the passages that state it. If the passages do not answer the question, reply with an empty "answer" list."""
+from shared.passages import ANSWER, SYSTEM, Passage, user_turn
 
 
 def answer_messages(question: str, passages: list[Passage], fence: Fence) -> list[dict[str, Any]]:

@@ -9,27 +9,28 @@ from typing import Any
 
 from shared.fencing import Fence
 from shared.messages import ToolOutcome
-from shared.passages import SYSTEM, Passage, user_turn
+from shared.passages import ANSWER, SYSTEM, Passage, user_turn
 
-DECIDE = """Decide, in the "decision" field:
-- "answer": the passages answer the question. Write the answer in "answer".
-- "search": the passages do not answer it yet, but more mail may. Give up to 3 calls in "searches"; use the exact words, names and numbers the question or the passages use.
-- "not_in_mail": the passages do not answer it and searching more will not help.
+SEARCH = """The passages above do not answer the question. Give up to 3 searches in "searches" that could find the answer: use the exact words, names and numbers of the question or the passages, mode "keyword" for names, numbers and codes. Add a filter only when the question asks for it. If no search could help, give an empty list.
 {steps}"""
 
-LAST = """Decide, in the "decision" field: "answer" (write the answer in "answer") if the passages answer the question, else "not_in_mail". There are no searches left."""
 
-
-def decide_messages(
-    question: str, passages: list[Passage], notes: list[str], fence: Fence, steps_left: int
-) -> list[dict[str, Any]]:
-    if steps_left > 1:
-        instruction = DECIDE.format(steps=f"You have {steps_left - 1} search step(s) left.")
-    else:
-        instruction = LAST
+def attempt_messages(question: str, passages: list[Passage], notes: list[str], fence: Fence) -> list[dict[str, Any]]:
+    """An answer attempt: word for word the prompt the answerer would send, so either
+    stage's call reuses the other's cached prefix."""
     return [
         {"role": "system", "content": SYSTEM},
-        {"role": "user", "content": user_turn(question, passages, fence, instruction, notes)},
+        {"role": "user", "content": user_turn(question, passages, fence, ANSWER, notes)},
+    ]
+
+
+def search_messages(
+    question: str, passages: list[Passage], notes: list[str], fence: Fence, rounds_left: int
+) -> list[dict[str, Any]]:
+    steps = f"After these searches there will be {rounds_left} more chance(s) to answer." if rounds_left else ""
+    return [
+        {"role": "system", "content": SYSTEM},
+        {"role": "user", "content": user_turn(question, passages, fence, SEARCH.format(steps=steps), notes)},
     ]
 
 

@@ -39,18 +39,24 @@ def call_models(*, message_ids: list[str], thread_ids: list[str], mailboxes: lis
     return models
 
 
-def decision_model(refs: list[str], calls: list[type[BaseModel]]) -> type[BaseModel]:
-    """The reply of one decide step: answer now (with the answer), search more, or say
-    the mail does not answer. Without ``calls`` (the last step) searching is not an option."""
-    choices: tuple[str, ...] = ("answer", "search", "not_in_mail") if calls else ("answer", "not_in_mail")
-    fields: dict[str, Any] = {
-        "decision": (Literal[choices], ...),  # type: ignore[valid-type]
-        "answer": (list[sentence_model(refs)], Field(default_factory=list, max_length=3)),  # type: ignore[misc]
-    }
-    if calls:
-        Call = calls[0] if len(calls) == 1 else Union[tuple(calls)]  # type: ignore[valid-type]
-        fields["searches"] = (list[Call], Field(default_factory=list, max_length=3))  # type: ignore[valid-type]
-    return create_model("PlannerDecision", __config__=ConfigDict(extra="forbid"), **fields)
+def attempt_model(refs: list[str]) -> type[BaseModel]:
+    """The reply of an answer attempt: sentences citing the passages shown, or an empty
+    list when they do not answer."""
+    return create_model(
+        "PlannerAnswer",
+        __config__=ConfigDict(extra="forbid"),
+        answer=(list[sentence_model(refs)], Field(default_factory=list, max_length=3)),  # type: ignore[misc]
+    )
+
+
+def search_model(calls: list[type[BaseModel]]) -> type[BaseModel]:
+    """The reply of a search round: up to three calls; none says no search can help."""
+    Call = calls[0] if len(calls) == 1 else Union[tuple(calls)]  # type: ignore[valid-type]
+    return create_model(
+        "PlannerSearch",
+        __config__=ConfigDict(extra="forbid"),
+        searches=(list[Call], Field(default_factory=list, max_length=3)),  # type: ignore[valid-type]
+    )
 
 
 Decision = Literal["pending", "search", "judging", "answer", "give_up", "degraded", "done"]

@@ -1,16 +1,21 @@
 """The planner's loop, evidence first: search the question at once, then let the model
-decide with that evidence in view: answer now, search more, or say the mail does not
-answer. Easy questions take one model call. A run's state lives in Redis, so any
-replica can take its next message.
+try to answer with that evidence in view. Easy questions end there, with one model call.
+When the attempt finds no answer and the step budget allows another round, the model
+asks for specific searches (or says none can help), and the next attempt reads what
+they found. A run's state lives in Redis, so any replica can take its next message.
 
 The loop is a small state machine over :class:`RunState.decision`:
 
-    pending --first search in--> judging --model--> answer | search | give_up | degraded
-    search --observations in--> judging --model--> ...
+    pending --first search in--> judging --attempt--> answer | (search round) | give_up | degraded
+    judging --search round--> search --observations in--> judging --attempt--> ...
     any --deadline or step budget--> done (budget_exhausted)
 
-The ``single_shot`` strategy (the baseline an evaluation compares against) skips the
-decide step: the question's own search goes straight to the answerer.
+A round (an attempt and its search round) is one step of the budget. Measured on the
+embedded 1.5B model, one call that may either answer or search mostly did neither; an
+answer attempt and a separate search request each get done.
+
+The ``single_shot`` strategy (the baseline an evaluation compares against) is one plain
+hybrid search and one answer call in the answerer, no decision at all.
 """
 
 from __future__ import annotations
@@ -19,9 +24,9 @@ import time
 
 from services.planner import metrics
 from services.planner.filters import drop_unasked, has_filters
-from services.planner.prompts import decide_messages, search_note
+from services.planner.prompts import attempt_messages, search_messages, search_note
 from services.planner.repository import PlannerRepository
-from services.planner.schemas import RunState, call_models, decision_model
+from services.planner.schemas import RunState, attempt_model, call_models, search_model
 from shared import passages as P
 from shared import streams
 from shared.evidence import read_evidence
@@ -65,7 +70,7 @@ class Planner:
             tool="search",
             arguments={
                 "query": req.question[:500], "mode": "hybrid", "limit": FIRST_SEARCH_LIMIT,
-                "thread_latest": FIRST_SEARCH_THREAD_LATEST,
+                "thread_latest": FIRST_SEARCH_THREAD_LATEST if req.strategy == "loop" else 0,
             },
         )
         await self._send_tools(state, 0, [call], kind="first_search")
@@ -85,32 +90,41 @@ class Planner:
         while True:
             async with self.repo.locked(run_id):
                 state = await self.repo.load(run_id)
-                judge = await self._next(state)
+                due = await self._next(state)
                 await self.repo.save(state)
-            if not judge:
+            if not due:
                 return
             run = state.run
             evidence = await read_evidence(self.repo.redis, run_id, state.focus)
             shown = P.build(run.question, evidence)
-            steps_left = run.max_steps - state.steps_used
-            scope = peek_scope(run.scope_token)
-            calls = (
-                call_models(
-                    message_ids=[m.message_id for m in evidence],
-                    thread_ids=list(P.thread_ids(shown)),
-                    mailboxes=list(scope.mailboxes) if scope else [],
-                )
-                if steps_left > 1
-                else []
+            reply = await call_model(
+                self.model, "decide", attempt_messages(run.question, shown, state.notes, Fence.new()),
+                attempt_model([p.ref for p in shown]), name="planner_answer", deadline=run.deadline,
             )
-            schema = decision_model([p.ref for p in shown], calls)
-            messages = decide_messages(run.question, shown, state.notes, Fence.new(), steps_left if calls else 1)
-            reply = await call_model(self.model, "decide", messages, schema, name="planner_decision", deadline=run.deadline)
             async with self.repo.locked(run_id):
                 state = await self.repo.load(run_id)
                 if state.decision != "judging":
                     return
-                await self._apply(state, reply, shown)
+                search_due = await self._attempted(state, reply, shown)
+                await self.repo.save(state)
+            if not search_due:
+                continue
+            scope = peek_scope(run.scope_token)
+            calls = call_models(
+                message_ids=[m.message_id for m in evidence],
+                thread_ids=list(P.thread_ids(shown)),
+                mailboxes=list(scope.mailboxes) if scope else [],
+            )
+            rounds_left = run.max_steps - state.steps_used
+            reply = await call_model(
+                self.model, "search", search_messages(run.question, shown, state.notes, Fence.new(), rounds_left),
+                search_model(calls), name="planner_search", deadline=run.deadline,
+            )
+            async with self.repo.locked(run_id):
+                state = await self.repo.load(run_id)
+                if state.decision != "judging":
+                    return
+                await self._searched(state, reply, shown)
                 await self.repo.save(state)
 
     # ------------------------------------------------------------ transitions
@@ -142,47 +156,67 @@ class Planner:
             return True
         return False
 
-    async def _apply(self, state: RunState, reply: ModelCall, shown: list[P.Passage]) -> None:
-        step = state.next_step
-        state.next_step += 1
-        state.steps_used += 1
-        metrics.STEPS.labels("decide").inc()
+    def _count(self, state: RunState, reply: ModelCall, kind: str) -> StepTrace:
         usage = reply.usage()
         state.usage.model_calls += usage.model_calls
         state.usage.prompt_tokens += usage.prompt_tokens
         state.usage.completion_tokens += usage.completion_tokens
-        trace = StepTrace(step=step, kind="decide", duration_ms=reply.seconds * 1000, model_usage=usage, note=reply.error)
+        trace = StepTrace(step=state.next_step - 1, kind=kind, duration_ms=reply.seconds * 1000, model_usage=usage, note=reply.error)
         state.trace.steps.append(trace)
-        value = reply.value
-        if value is None:
-            # An unusable reply costs its step and the next step decides again; an
+        return trace
+
+    async def _attempted(self, state: RunState, reply: ModelCall, shown: list[P.Passage]) -> bool:
+        """Take an answer attempt's reply (one step of the budget); True when a search
+        round should follow."""
+        state.next_step += 1
+        state.steps_used += 1
+        metrics.STEPS.labels("decide").inc()
+        trace = self._count(state, reply, "decide")
+        if reply.value is None:
+            # An unusable reply costs its step and the next step tries again; an
             # unreachable model ends the run with the question's own search results.
             state.decision = "search" if reply.result == "invalid" else "degraded"
             state.reason = reply.error
-            return
-        decision = value.decision
-        trace.note = decision
-        if decision == "answer":
-            state.proposed = [s for s in P.proposed(shown, value.answer) if s.text]
-            state.decision = "answer"
-        elif decision == "not_in_mail":
+            return False
+        written = [x for x in P.proposed(shown, reply.value.answer) if x.text]
+        if written:
+            state.proposed, state.decision = written, "answer"
+        elif state.steps_used >= state.run.max_steps:
             state.decision, state.reason = "give_up", "the model found that the mail does not answer this"
         else:
-            asked = [c.model_dump(mode="json") for c in getattr(value, "searches", [])]
-            threads = P.thread_ids(shown)
-            for item in asked:
-                if "thread_id" in item["arguments"]:
-                    item["arguments"]["thread_id"] = threads.get(item["arguments"]["thread_id"], "")
-            calls = self._fresh_calls(state, step, asked)
-            if calls:
-                state.awaiting.append(step)
-                state.decision = "search"
-                await self._send_tools(state, step, calls, kind="decide")
-                return
-            # Nothing new to search: answer from what was found rather than spend the
-            # budget repeating a call.
-            state.decision = "answer" if state.focus else "give_up"
-            state.reason = "the planner asked for no new search"
+            trace.note = "no answer in the evidence yet"
+            return True
+        trace.note = state.decision
+        await self._progress(state, trace.step)
+        return False
+
+    async def _searched(self, state: RunState, reply: ModelCall, shown: list[P.Passage]) -> None:
+        """Take a search round's reply: send its fresh calls, or end the run when the
+        model sees nothing left to search."""
+        step = state.next_step - 1
+        metrics.STEPS.labels("search").inc()
+        trace = self._count(state, reply, "search")
+        if reply.value is None:
+            state.decision = "give_up" if reply.result == "invalid" else "degraded"
+            state.reason = reply.error
+            return
+        asked = [c.model_dump(mode="json") for c in reply.value.searches]
+        threads = P.thread_ids(shown)
+        for item in asked:
+            if "thread_id" in item["arguments"]:
+                item["arguments"]["thread_id"] = threads.get(item["arguments"]["thread_id"], "")
+        calls = self._fresh_calls(state, step, asked)
+        if calls:
+            trace.note = "search"
+            state.awaiting.append(step)
+            state.decision = "search"
+            await self._send_tools(state, step, calls, kind="search")
+            return
+        state.decision, state.reason = "give_up", "the model found nothing more to search"
+        trace.note = state.decision
+        await self._progress(state, step)
+
+    async def _progress(self, state: RunState, step: int) -> None:
         await self.repo.progress(
             state.run.run_id, ProgressEvent(event="step", payload={"step": step, "kind": "decide", "action": state.decision})
         )

@@ -9,8 +9,10 @@ alone.
 
 Both sides are scanned from their :func:`normalize` form (case-folded, NFKC, dashes
 unified); before that a thin / narrow no-break / no-break space between digit groups
-(``2 115,50``) becomes ``'`` so that it reads as a thousands separator. Each figure
-becomes keys:
+(``2 115,50``) becomes ``'`` so that it reads as a thousands separator. A sentence's
+white space has been collapsed by then, so in a sentence digit groups split by single
+spaces are one number, supported as a whole or, failing that, group by group. Each
+figure becomes keys:
 
 * number: its value as a canonical decimal string, thousands separators dropped and
   trailing fractional zeros stripped (``4,870.00`` -> ``4870``). One separator before
@@ -61,7 +63,30 @@ for _number, _names in enumerate(
     start=1,
 ):
     _MONTHS.update(dict.fromkeys(_names.split(), _number))
-_MONTH = "|".join(sorted(_MONTHS, key=len, reverse=True))
+
+
+def _trie(words: list[str]) -> str:
+    """A regex matching exactly ``words``, longest first, as a trie (fast to reject)."""
+    tree: dict = {}
+    for word in words:
+        node = tree
+        for ch in word:
+            node = node.setdefault(ch, {})
+        node[""] = {}
+
+    def emit(node: dict) -> str:
+        branches = [re.escape(ch) + emit(child) for ch, child in sorted(node.items()) if ch]
+        if not branches:
+            return ""
+        body = branches[0] if len(branches) == 1 else "(?:" + "|".join(branches) + ")"
+        if "" in node:
+            return f"(?:{body})?"
+        return body
+
+    return emit(tree)
+
+
+_MONTH = _trie(list(_MONTHS))
 
 _UNITS = frozenset(
     """st nd rd th k m km cm mm kg g mg t l ml h hr hrs min mins s sec ms d x gb mb kb tb
@@ -72,47 +97,61 @@ _CURRENCY_CODE = re.compile(rf"(?:{_CODES})")
 _CURRENCY_TAIL = re.compile(rf"(?<=\d)(?:{_CODES})\Z")
 _THIN_GROUP = re.compile(r"(?<=\d)[\u2009\u202f\u00a0](?=\d{3}(?!\d))")
 
+# Each alternative has an outer named group (``Match.lastgroup`` names the handler).
+# Alternatives starting with a digit and with a letter are tried apart; within each, the
+# first that matches wins, so the more specific come first.
 _NUM_END = r"(?![\w-]|[.,]\d)"
-_SCAN = re.compile(
-    r"(?<![\w:])(?:"
-    # URL with a scheme or www., or a bare host with a path.
-    r"(?P<url>(?:https?://|www\.)[^\s<>\"\[\]()]+|[\w-]++(?:\.[\w-]++)+/[^\s<>\"\[\]()]*)"
-    r"|(?P<email>[\w.%+-]++@[\w-]+(?:\.[\w-]+)+)"
-    rf"|(?P<iy>\d{{4}})(?P<isep>[-/.])(?P<im>\d{{1,2}})(?P=isep)(?P<id>\d{{1,2}})"
+_HOST_URL = r"[\w-]++(?:\.[\w-]++)+/[^\s<>\"\[\]()]*"
+_EMAIL = r"[\w.%+-]++@[\w-]+(?:\.[\w-]+)+"
+_TOKEN_DIGIT = r"\d[^\W_]*(?:[-_/.,'][^\W_]+)*"
+_TOKEN_LETTER = r"[^\W\d_]++(?:[-_/.,']?[^\W\d_]++)*+[-_/.,']?\d[^\W_]*(?:[-_/.,'][^\W_]+)*"
+_DIGIT_LED = (
+    rf"(?P<url2>{_HOST_URL})"
+    rf"|(?P<email2>{_EMAIL})"
+    rf"|(?P<iso>(?P<iy>\d{{4}})(?P<isep>[-/.])(?P<im>\d{{1,2}})(?P=isep)(?P<id>\d{{1,2}})"
     r"(?:t(?P<ith>\d{2}):(?P<itm>[0-5]\d)(?::[0-5]\d(?:\.\d+)?)?(?:z|[+-]\d{2}:?\d{2})?)?"
-    rf"{_NUM_END}"
-    rf"|(?P<n1>\d{{1,2}})(?P<nsep>[-/.])(?P<n2>\d{{1,2}})(?P=nsep)(?P<ny>\d{{4}}|\d{{2}}){_NUM_END}"
-    r"|(?P<th>\d{1,2}):(?P<tm>[0-5]\d)(?::[0-5]\d)?(?!\d)(?:\s*(?P<tap>[ap])\.?m\b\.?)?"
-    r"|(?P<dh>\d{1,2})\.(?P<dm>[0-5]\d)\s*(?P<dap>[ap])\.?m\b\.?"
-    rf"|(?P<dd>\d{{1,2}})(?:st|nd|rd|th|\.)?\s*(?:of\s+)?(?P<dmon>{_MONTH})(?!\w)\.?"
-    rf"(?:,?\s*(?P<dy>\d{{4}}){_NUM_END})?"
-    rf"|(?P<mmon>{_MONTH})\.?\s*(?P<md>\d{{1,2}})(?:st|nd|rd|th)?(?![\w:]|[.,]\d)"
-    rf"(?:,?\s*(?P<my>\d{{4}}){_NUM_END})?"
-    rf"|(?P<ymon>{_MONTH})\.?,?\s*(?P<yy>\d{{4}}){_NUM_END}"
-    r"|(?P<hh>\d{1,2})\s*(?P<hap>[ap])\.?m\b\.?"
-    r"|(?P<plate>[^\W\d_]{1,3}-[^\W\d_]{1,2}\s?\d{1,4}[eh]?)(?!\w)"
-    r"|(?P<token>\d[^\W_]*(?:[-_/.,'][^\W_]+)*"
-    r"|[^\W\d_]++(?:[-_/.,']?[^\W\d_]++)*+[-_/.,']?\d[^\W_]*(?:[-_/.,'][^\W_]+)*)"
-    r")"
+    rf"{_NUM_END})"
+    rf"|(?P<numdate>(?P<n1>\d{{1,2}})(?P<nsep>[-/.])(?P<n2>\d{{1,2}})(?P=nsep)(?P<ny>\d{{4}}|\d{{2}})"
+    rf"{_NUM_END})"
+    r"|(?P<colon>(?P<th>\d{1,2}):(?P<tm>[0-5]\d)(?::[0-5]\d)?(?!\d)"
+    r"(?:\s*(?P<tap>[ap])(?:\.m\b\.?|m\b))?)"
+    r"|(?P<dot>(?P<dh>\d{1,2})\.(?P<dm>[0-5]\d)\s*(?P<dap>[ap])(?:\.m\b\.?|m\b))"
+    rf"|(?P<daymonth>(?P<dd>\d{{1,2}})(?:st|nd|rd|th|\.)?\s*(?:of\s+)?(?P<dmon>{_MONTH})(?!\w)\.?"
+    rf"(?:,?\s*(?P<dy>\d{{4}}){_NUM_END})?)"
+    r"|(?P<hour>(?P<hh>\d{1,2})\s*(?P<hap>[ap])(?:\.m\b\.?|m\b))"
+    rf"|(?P<token>{_TOKEN_DIGIT})"
 )
-_TOKEN = re.compile(
-    r"(?<!\w)(?:\d[^\W_]*(?:[-_/.,'][^\W_]+)*"
-    r"|[^\W\d_]++(?:[-_/.,']?[^\W\d_]++)*+[-_/.,']?\d[^\W_]*(?:[-_/.,'][^\W_]+)*)"
+# URL, e-mail and code alternatives are only tried when the chunk holds an anchor.
+_HAS_ANCHOR = r"(?=[^\s]*?(?:[\d@/]|www\.))"
+_LETTER_LED = (
+    rf"{_HAS_ANCHOR}(?:(?P<url>(?:https?://|www\.)[^\s<>\"\[\]()]+|{_HOST_URL})"
+    rf"|(?P<email>{_EMAIL}))"
+    rf"|(?P<monthday>(?P<mmon>{_MONTH})\.?\s*(?P<md>\d{{1,2}})(?:st|nd|rd|th)?(?![\w:]|[.,]\d)"
+    rf"(?:,?\s*(?P<my>\d{{4}}){_NUM_END})?)"
+    rf"|(?P<monthyear>(?P<ymon>{_MONTH})\.?,?\s*(?P<yy>\d{{4}}){_NUM_END})"
+    r"|(?P<plate>[^\W\d_]{1,3}-[^\W\d_]{1,2}\s?\d{1,4}[eh]?(?!\w))"
+    rf"|{_HAS_ANCHOR}(?P<token2>{_TOKEN_LETTER})"
 )
+_SCAN = re.compile(rf"(?<![\w:])(?:(?=\d)(?:{_DIGIT_LED})|(?=[^\W\d_])(?:{_LETTER_LED}))")
+_TOKEN = re.compile(rf"(?<!\w)(?:{_TOKEN_DIGIT}|{_TOKEN_LETTER})")
 _NUMBER = re.compile(r"\d+(?:[.,']\d+)*")
 _NUMBER_UNIT = re.compile(r"(\d+(?:[.,]\d+)?)([^\W\d_]+)")
 _SEPARATOR = re.compile(r"[.,']")
 _GROUPS = re.compile(r"[^\W_]+")
 _URL_TAIL = ".,;:!?'"
+_URL_TLD = re.compile(r"\.[^\W\d_]{2,}/")
+_SCHEME = re.compile(r"\Ahttps?://")
 
 
 @dataclass(frozen=True, slots=True)
 class Figure:
-    """A figure of a sentence: its normalised span, and the keys any of which supports it."""
+    """A figure of a sentence: its normalised span, and the keys any of which supports it
+    (or, failing those, its ``parts`` if every one of them is supported)."""
 
     start: int
     end: int
     lookups: tuple[Key, ...]
+    parts: tuple[Figure, ...] = ()
 
 
 # ----------------------------------------------------------------------------- values
@@ -133,7 +172,7 @@ def number_readings(token: str) -> list[str] | None:
     if not seps:
         return [_canon(token)]
     kinds = set(seps)
-    head_ok = 1 <= len(groups[0]) <= 3
+    head_ok = 1 <= len(groups[0]) <= 3 and groups[0][0] != "0"  # may lead thousands groups
     if len(kinds) == 1:
         sep = seps[0]
         if len(seps) > 1 or sep == "'":
@@ -141,7 +180,7 @@ def number_readings(token: str) -> list[str] | None:
                 return [_canon("".join(groups))]
             return None
         head, tail = groups
-        if len(tail) == 3 and head_ok and head.lstrip("0"):
+        if len(tail) == 3 and head_ok:
             return [_canon(head + tail), _canon(head, tail)]
         return [_canon(head, tail)]
     # Two kinds: the last separator is the decimal one and occurs once.
@@ -173,13 +212,17 @@ def _code(text: str) -> str:
 
 def _token_keys(token: str, source: bool) -> list[Key]:
     """Keys of a token holding a digit: a number (maybe with currency or unit) or a code."""
+    if token.isdigit():
+        return [("n", _canon(token))]
     bare = token
-    lead = _CURRENCY_CODE.match(bare)
-    if lead and bare[lead.end() : lead.end() + 1].isdigit():
-        bare = bare[lead.end() :]
-    trail = _CURRENCY_TAIL.search(bare)
-    if trail:
-        bare = bare[: trail.start()]
+    if bare[0].isalpha():
+        lead = _CURRENCY_CODE.match(bare)
+        if lead and bare[lead.end() : lead.end() + 1].isdigit():
+            bare = bare[lead.end() :]
+    if bare[-1].isalpha():
+        trail = _CURRENCY_TAIL.search(bare)
+        if trail:
+            bare = bare[: trail.start()]
     readings = number_readings(bare)
     if readings is not None:
         return [("n", r) for r in readings]
@@ -187,9 +230,9 @@ def _token_keys(token: str, source: bool) -> list[Key]:
     if unit and unit.group(2) in _UNITS:
         keys: list[Key] = [("n", r) for r in number_readings(unit.group(1)) or ()]
         return keys + [("c", _code(bare))]
-    keys = [("c", _code(token))]
+    groups = _GROUPS.findall(token)
+    keys = [("c", "".join(groups))]
     if source:
-        groups = _GROUPS.findall(token)
         for i in range(1, len(groups)):
             keys.append(("c", "".join(groups[i:])))
         keys.extend(("n", _canon(g)) for g in groups if g.isdigit())
@@ -226,74 +269,176 @@ def _time_keys(hour: int, minute: int, ampm: str | None, source: bool) -> list[K
     return [("t", h24, minute)]
 
 
-def _match_keys(m: re.Match[str], source: bool) -> list[Key] | None:
-    """Keys of one scanner match; None when it is not the figure it looked like."""
+def _url(m: re.Match[str], source: bool) -> list[Key] | None:
+    url = m.group(m.lastgroup).rstrip(_URL_TAIL)
+    if not (url.startswith(("http", "www.")) or _URL_TLD.search(url)):
+        return None
+    return [("u", _SCHEME.sub("", url).rstrip("/"))]
+
+
+def _email(m: re.Match[str], source: bool) -> list[Key]:
+    return [("e", m.group(m.lastgroup).strip("."))]
+
+
+def _iso(m: re.Match[str], source: bool) -> list[Key] | None:
     g = m.group
-    if g("token") is not None:
-        return _token_keys(g("token"), source)
-    if g("url") is not None:
-        url = g("url").rstrip(_URL_TAIL)
-        if not (url.startswith(("http", "www.")) or re.search(r"\.[^\W\d_]{2,}/", url)):
-            return None
-        url = re.sub(r"\Ahttps?://", "", url).rstrip("/")
-        return [("u", url)]
-    if g("email") is not None:
-        return [("e", g("email").strip("."))]
-    if g("iy") is not None:
-        day, month = int(g("id")), int(g("im"))
-        if not _valid(day, month):
-            return None
-        keys = _date_keys(day, month, int(g("iy")), source)
-        if g("ith") is not None:
-            keys += _time_keys(int(g("ith")), int(g("itm")), None, source) or []
-        return keys
-    if g("n1") is not None:
-        a, b, year = int(g("n1")), int(g("n2")), _year(g("ny"))
-        orders = [(a, b)] if g("nsep") == "." else [(a, b), (b, a)]
-        keys = [k for d, mo in dict.fromkeys(orders) if _valid(d, mo) for k in _date_keys(d, mo, year, source)]
-        if g("nsep") != ".":
-            keys += _token_keys(g(0), source)
-        return keys or None
-    if g("th") is not None:
-        return _time_keys(int(g("th")), int(g("tm")), g("tap"), source)
-    if g("dh") is not None:
-        return _time_keys(int(g("dh")), int(g("dm")), g("dap"), source)
-    if g("dd") is not None:
-        day, month = int(g("dd")), _MONTHS[g("dmon")]
-        year = int(g("dy")) if g("dy") else None
-        return _date_keys(day, month, year, source) if _valid(day, month) else None
-    if g("mmon") is not None:
-        day, month = int(g("md")), _MONTHS[g("mmon")]
-        year = int(g("my")) if g("my") else None
-        return _date_keys(day, month, year, source) if _valid(day, month) else None
-    if g("ymon") is not None:
-        month, year = _MONTHS[g("ymon")], int(g("yy"))
-        return [("ym", month, year), ("n", str(year))] if source else [("ym", month, year)]
-    if g("hh") is not None:
-        return _time_keys(int(g("hh")), 0, g("hap"), source)
-    if g("plate") is not None:
-        keys = [("c", _code(g("plate")))]
-        if source:
-            keys += [("n", _canon(x)) for x in _GROUPS.findall(g("plate")) if x.isdigit()]
-        return keys
-    return None
+    day, month = int(g("id")), int(g("im"))
+    if not _valid(day, month):
+        return None
+    keys = _date_keys(day, month, int(g("iy")), source)
+    if g("ith") is not None:
+        keys += _time_keys(int(g("ith")), int(g("itm")), None, source) or []
+    return keys
 
 
-def _scan(text: str, source: bool, accept=None) -> Iterator[tuple[int, int, list[Key]]]:
+def _numdate(m: re.Match[str], source: bool) -> list[Key] | None:
+    g = m.group
+    a, b, year = int(g("n1")), int(g("n2")), _year(g("ny"))
+    orders = [(a, b)] if g("nsep") == "." else [(a, b), (b, a)]
+    keys = [
+        k for d, mo in dict.fromkeys(orders) if _valid(d, mo) for k in _date_keys(d, mo, year, source)
+    ]
+    if g("nsep") != ".":
+        keys += _token_keys(g(0), source)  # 03-04-2024 may be a reference, too
+    return keys or None
+
+
+def _colon(m: re.Match[str], source: bool) -> list[Key] | None:
+    return _time_keys(int(m.group("th")), int(m.group("tm")), m.group("tap"), source)
+
+
+def _dot(m: re.Match[str], source: bool) -> list[Key] | None:
+    return _time_keys(int(m.group("dh")), int(m.group("dm")), m.group("dap"), source)
+
+
+def _hour(m: re.Match[str], source: bool) -> list[Key] | None:
+    return _time_keys(int(m.group("hh")), 0, m.group("hap"), source)
+
+
+def _day_month(m: re.Match[str], source: bool) -> list[Key] | None:
+    day, month = int(m.group("dd")), _MONTHS[m.group("dmon")]
+    year = m.group("dy")
+    return _date_keys(day, month, int(year) if year else None, source) if _valid(day, month) else None
+
+
+def _month_day(m: re.Match[str], source: bool) -> list[Key] | None:
+    day, month = int(m.group("md")), _MONTHS[m.group("mmon")]
+    year = m.group("my")
+    return _date_keys(day, month, int(year) if year else None, source) if _valid(day, month) else None
+
+
+def _month_year(m: re.Match[str], source: bool) -> list[Key]:
+    month, year = _MONTHS[m.group("ymon")], int(m.group("yy"))
+    return [("ym", month, year), ("n", str(year))] if source else [("ym", month, year)]
+
+
+def _plate(m: re.Match[str], source: bool) -> list[Key]:
+    plate = m.group("plate")
+    keys: list[Key] = [("c", _code(plate))]
+    if source:
+        keys += [("n", _canon(x)) for x in _GROUPS.findall(plate) if x.isdigit()]
+    return keys
+
+
+def _token(m: re.Match[str], source: bool) -> list[Key]:
+    return _token_keys(m.group(m.lastgroup), source)
+
+
+_HANDLERS = {
+    "url": _url, "url2": _url, "email": _email, "email2": _email, "iso": _iso,
+    "numdate": _numdate, "colon": _colon, "dot": _dot, "hour": _hour,
+    "daymonth": _day_month, "monthday": _month_day, "monthyear": _month_year,
+    "plate": _plate, "token": _token, "token2": _token,
+}
+
+
+# Every figure holds a digit, "@", "/" or "www."; in sparse text the scanner only runs
+# in a window around each: from the chunk before (a month name, a plate's letters) to
+# three chunks after ("3rd of April 2024"). Chunks are separated by spaces (normalised
+# text has no other white space). Dense text is scanned whole: the same figures, faster.
+_ANCHOR = re.compile(r"[\d@/]+")  # a plain character set: sre searches it fast
+_FORWARD = re.compile(r"[^ ]*(?: +[^ ]+){0,3}")
+_DENSE = 1 / 40  # anchor runs per character above which windows do not pay
+_DIGITS_PER_RUN = 1 / 6  # a digit count that surely means dense text: 6 digits per run
+
+
+def _anchors(text: str) -> list[int]:
+    """Start of each run of anchor characters, and of each ``www.``, in order."""
+    starts = [m.start() for m in _ANCHOR.finditer(text)]
+    if "www." in text:
+        i = text.find("www.")
+        while i != -1:
+            starts.append(i)
+            i = text.find("www.", i + 1)
+        starts.sort()
+    return starts
+
+
+def _windows(text: str, anchors: list[int]) -> Iterator[tuple[int, int]]:
+    """Merged windows around every anchor: each figure lies inside the window of its first
+    anchor, so inside one of these, which start and end at chunk boundaries (where the
+    scanner's look-behind and look-ahead see what they would see in the whole text)."""
+    start = end = chunk_end = -1
+    for i in anchors:
+        if i < chunk_end:
+            continue  # same chunk as the anchor before: same window
+        chunk_start = text.rfind(" ", 0, i) + 1
+        back = chunk_start - 1
+        while back > 0 and text[back - 1] == " ":
+            back -= 1
+        w_start = text.rfind(" ", 0, back) + 1 if back > 0 else chunk_start
+        chunk_end = text.find(" ", i)
+        if chunk_end == -1:
+            chunk_end = len(text)
+        w_end = _FORWARD.match(text, i).end()
+        if start == -1:
+            start, end = w_start, w_end
+        elif w_start <= end:
+            end = max(end, w_end)
+        else:
+            yield start, end
+            start, end = w_start, w_end
+    if start != -1:
+        yield start, end
+
+
+def _source_windows(text: str) -> list[tuple[int, int]]:
+    """Where to scan a source: windows, or the whole text when it is dense with digits."""
+    if sum(map(text.count, "0123456789")) * _DIGITS_PER_RUN > len(text) * _DENSE:
+        return [(0, len(text))]
+    anchors = _anchors(text)
+    if len(anchors) < len(text) * _DENSE:
+        return list(_windows(text, anchors))
+    return [(0, len(text))]
+
+
+def _scan(
+    text: str, source: bool, accept=None, windowed: bool | None = None
+) -> Iterator[tuple[int, int, list[Key]]]:
     """(start, end, keys) of each figure of normalised ``text``, left to right.
 
     ``accept(match)`` may veto a structured match (then its tokens are read one by one).
+    ``windowed`` forces (True) or forbids (False) scanning windows only; the result is
+    the same either way.
     """
-    for m in _SCAN.finditer(text):
-        keys = _match_keys(m, source) if accept is None or accept(m) else None
-        if keys is not None:
-            end = m.end()
-            if m.group("url") is not None:
-                end = m.start() + len(m.group("url").rstrip(_URL_TAIL))
-            yield m.start(), end, keys
-            continue
-        for t in _TOKEN.finditer(text, m.start(), m.end()):
-            yield t.start(), t.end(), _token_keys(t.group(), source)
+    anchors = _anchors(text)
+    if not anchors:
+        return
+    if windowed is None:
+        windowed = len(anchors) < len(text) * _DENSE
+    windows = _windows(text, anchors) if windowed else [(0, len(text))]
+    for w_start, w_end in windows:
+        for m in _SCAN.finditer(text, w_start, w_end):
+            kind = m.lastgroup
+            keys = _HANDLERS[kind](m, source) if accept is None or accept(m) else None
+            if keys is not None:
+                end = m.end()
+                if kind in ("url", "url2"):
+                    end = m.start() + len(m.group(kind).rstrip(_URL_TAIL))
+                yield m.start(), end, keys
+                continue
+            for t in _TOKEN.finditer(text, m.start(), m.end()):
+                yield t.start(), t.end(), _token_keys(t.group(), source)
 
 
 # ----------------------------------------------------------------------------- API
@@ -315,10 +460,31 @@ def normalize_figures(text: str) -> Normalized:
 
 
 def source_keys(norm_text: str) -> frozenset[Key]:
-    """Every key the normalised source text supports (see the module docstring)."""
+    """Every key the normalised source text supports (see the module docstring).
+
+    The same keys as :func:`_scan` gives, without spans: a tighter loop, since a source
+    may hold hundreds of figures.
+    """
+    windows = _source_windows(norm_text)
     keys: set[Key] = set()
-    for _, _, found in _scan(norm_text, True):
-        keys.update(found)
+    add, update = keys.add, keys.update
+    handlers, finditer, token_keys = _HANDLERS, _SCAN.finditer, _token_keys
+    for w_start, w_end in windows:
+        for m in finditer(norm_text, w_start, w_end):
+            kind = m.lastgroup
+            if kind == "token":
+                token = m.group(kind)
+                if token.isdigit():
+                    add(("n", _canon(token)))
+                else:
+                    update(token_keys(token, True))
+                continue
+            found = handlers[kind](m, True)
+            if found is None:
+                for t in _TOKEN.finditer(norm_text, m.start(), m.end()):
+                    update(token_keys(t.group(), True))
+            else:
+                update(found)
     return frozenset(keys)
 
 
@@ -335,17 +501,54 @@ def sentence_figures(norm: Normalized, original: str) -> list[Figure]:
     """
 
     def accept(m: re.Match[str]) -> bool:
-        if m.group("plate") is not None:
+        kind = m.lastgroup
+        if kind == "plate":
             start, end = norm.source_span(m.start(), m.end())
             return not any(ch.islower() for ch in original[start:end])
-        mon = m.group("mmon") or m.group("ymon")
+        mon = m.group("mmon") if kind == "monthday" else m.group("ymon") if kind == "monthyear" else None
         if mon == "may":
             start, end = norm.source_span(m.start(), m.start() + 3)
             return original[start:end] == "May"
         return True
 
-    return [Figure(s, e, tuple(keys)) for s, e, keys in _scan(norm.text, False, accept)]
+    found = [Figure(s, e, tuple(keys)) for s, e, keys in _scan(norm.text, False, accept)]
+    return _join_groups(norm.text, found)
+
+
+_GROUP_HEAD = re.compile(r"\d{1,3}")
+_GROUP = re.compile(r"\d{3}")
+_GROUP_LAST = re.compile(r"\d{3}(?:[.,]\d+)?")
+
+
+def _join_groups(text: str, found: list[Figure]) -> list[Figure]:
+    """Digit groups split by single spaces (``2 115,50``) as one number: a sentence's
+    white space is collapsed before it is checked, so a thin space looks like this."""
+    out: list[Figure] = []
+    i = 0
+    while i < len(found):
+        j = i + 1
+        if _GROUP_HEAD.fullmatch(text, found[i].start, found[i].end):
+            while (
+                j < len(found)
+                and found[j].start == found[j - 1].end + 1
+                and text[found[j - 1].end] == " "
+                and _GROUP_LAST.fullmatch(text, found[j].start, found[j].end)
+            ):
+                j += 1
+                if not _GROUP.fullmatch(text, found[j - 1].start, found[j - 1].end):
+                    break  # decimals end the number
+        if j - i > 1:
+            parts = tuple(found[i:j])
+            joined = text[parts[0].start : parts[-1].end].replace(" ", "'")
+            lookups = tuple(("n", r) for r in number_readings(joined) or ())
+            out.append(Figure(parts[0].start, parts[-1].end, lookups, parts))
+        else:
+            out.append(found[i])
+        i = j
+    return out
 
 
 def supported(figure: Figure, key_sets: list[frozenset[Key]]) -> bool:
-    return any(k in keys for keys in key_sets for k in figure.lookups)
+    if any(k in keys for keys in key_sets for k in figure.lookups):
+        return True
+    return bool(figure.parts) and all(supported(part, key_sets) for part in figure.parts)

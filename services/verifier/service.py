@@ -19,7 +19,11 @@ A sentence (after this service's own split) is kept only when
    generic answer words left out, quotes included) are missing from all of the messages
    it cites, once it has at least ``MIN_CONTENT_WORDS`` of them (else
    ``unsupported_claim``, offending: up to five missing words; see :mod:`.support`).
-   A real quote cannot carry an invented claim past this.
+   A real quote cannot carry an invented claim past this. The question's words are no
+   free pass: the question may come from an attacker too.
+
+For 6 and 7 a message is its body, attachments, subject and sender, and for figures
+also its date ("Anna wrote on 29 November ...").
 
 Each citation of a kept sentence carries an excerpt cut from the stored source: the
 matched quote with its offsets when that message holds one of the sentence's quotes,
@@ -50,17 +54,12 @@ from shared.messages import (
     VerificationRequested,
 )
 from services.verifier.citations import parse_structured, strip_markers
-from services.verifier.figures import normalize_figures, sentence_figures, supported
-from services.verifier.normalize import normalize
+from services.verifier.figures import normalize_figures, sentence_figures
 from services.verifier.quotes import extract_quotes
 from services.verifier.sources import Sources
 from services.verifier.splitter import split_sentences
-from services.verifier.support import (
-    blank_figures,
-    content_words,
-    missing_words,
-    unsupported_words,
-)
+from services.verifier.support import blank_figures, content_words
+from services.verifier.support import unsupported_words as unsupported_words  # for calibration
 
 log = logging.getLogger("pmsearch.verifier")
 
@@ -78,16 +77,6 @@ UNSUPPORTED_THRESHOLD = 0.5
 # Sentences with fewer content words are not judged by that check.
 MIN_CONTENT_WORDS = 3
 MAX_OFFENDING_WORDS = 5
-
-__all__ = [
-    "MIN_CONTENT_WORDS",
-    "UNSUPPORTED_THRESHOLD",
-    "Verdict",
-    "decide",
-    "decide_with_verdict",
-    "unsupported_words",
-    "verify",
-]
 
 
 class Verdict(Contract):
@@ -117,9 +106,9 @@ def _units(draft: Draft) -> list[tuple[str, list[str], list[str], bool]]:
     return [(draft.text or "", [], [], False)]
 
 
-def _content_words(text: str) -> frozenset[str]:
+def _content_words(norm_text: str) -> frozenset[str]:
     return frozenset(
-        w for w in _WORD.findall(normalize(text)) if w not in _STOPWORDS and (len(w) > 1 or w.isdigit())
+        w for w in _WORD.findall(norm_text) if w not in _STOPWORDS and (len(w) > 1 or w.isdigit())
     )
 
 
@@ -152,10 +141,12 @@ def _check(
     # Every quote must be found in at least one cited message; each citation gets the
     # first of the sentence's quotes that its own message holds.
     quote_excerpts: dict[str, Citation] = {}
+    quoted: list[str] = []  # verified quotes: their words are in a cited message
     for quote in extract_quotes(clean):
         fragments = quote.fragments()
         if not fragments:
             continue  # punctuation or an ellipsis alone: nothing to check
+        quoted.extend(fragments)
         found = False
         for message_id in cited:
             excerpt = sources[message_id].find_quote(fragments)
@@ -167,16 +158,23 @@ def _check(
 
     norm = normalize_figures(clean)
     figures = sentence_figures(norm, clean)
-    if figures:
-        keys = [sources[message_id].figure_keys for message_id in cited]
-        for figure in figures:
-            if not supported(figure, keys):
-                start, end = norm.source_span(figure.start, figure.end)
-                return removed("figure_not_found", clean[start:end])
+    for figure in figures:
+        if not any(sources[message_id].has_figure(figure) for message_id in cited):
+            start, end = norm.source_span(figure.start, figure.end)
+            return removed("figure_not_found", clean[start:end])
 
     content = content_words(blank_figures(norm.text, figures))
     if len(content) >= MIN_CONTENT_WORDS:
-        missing = missing_words(content, [sources[message_id].stems for message_id in cited])
+        # A word of a verified quote occurs, as a whole word, in a cited message: no need
+        # to look it up again (the outcome is the same).
+        in_quotes = set(_WORD.findall(" ".join(quoted))) if quoted else frozenset()
+        cited_sources = [sources[message_id] for message_id in cited]
+        missing = [
+            word
+            for word, word_stem in content
+            if word not in in_quotes
+            and not any(source.has_word(word, word_stem) for source in cited_sources)
+        ]
         if len(missing) / len(content) > unsupported_threshold:
             return removed("unsupported_claim", " ".join(missing[:MAX_OFFENDING_WORDS]))
 
@@ -186,7 +184,9 @@ def _check(
         citation = quote_excerpts.get(message_id)
         if citation is None:
             if words is None:
-                words = _content_words(clean)
+                # The figures' normal form differs from normalize() only by "'" for a
+                # thin space between digits, which splits words just the same.
+                words = _content_words(norm.text)
             excerpt = sources[message_id].best_passage(words)
             citation = Citation(message_id=message_id, excerpt=excerpt)
         citations.append(citation)

@@ -4,23 +4,23 @@ once (lazily, only when a sentence cites the message) and cut into word tokens.
 A message has searchable parts: its body (``part="body"``), each attachment's text
 (``"attachment:<name>"``) and its subject (``"subject"``), in that order of preference.
 
-For the figures and the unsupported-content checks each message also gets, once and
-only when a sentence needs them, the keys of its figures and the stems of its words:
-those of its parts plus its sender and (figures only) its date, which a sentence may
-fairly state ("Anna wrote on 29 November ...").
+For the figures check each message gets, once and only when a sentence needs them, the
+keys of the figures of its parts, its sender and its date (which a sentence may fairly
+state: "Anna wrote on 29 November ..."). The unsupported-content check looks words up in
+the same parts and sender, by stem (:meth:`Source.has_word`).
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from itertools import islice
 
 from shared.messages import EvidenceMessage, Excerpt
 from services.verifier import figures
 from services.verifier.normalize import Normalized, find_phrase, normalize, normalize_with_map
-from services.verifier.support import stems_of
+from services.verifier.support import cached_stem
 
 _WORD = re.compile(r"\w+")
 # Passages are about PASSAGE_WORDS words. The best one is sought among windows of WINDOW
@@ -106,33 +106,57 @@ class Part:
 class Source:
     message: EvidenceMessage
     parts: list[Part] = field(default_factory=list)
-    _figure_keys: frozenset[figures.Key] | None = None
-    _stems: frozenset[str] | None = None
+    _figure_keys: list[frozenset[figures.Key]] | None = None
+    _sender: str | None = None
+    _words: dict[str, bool] = field(default_factory=dict)
 
-    @property
-    def figure_keys(self) -> frozenset[figures.Key]:
-        """Keys of every figure of the message's parts, sender and date."""
+    def has_figure(self, figure: figures.Figure) -> bool:
+        """Whether the message's parts, sender or date support ``figure``.
+
+        The parts' keys are read lazily, one part at a time: most figures are found in
+        the body, and a later part is then never scanned.
+        """
         if self._figure_keys is None:
-            keys: set[figures.Key] = set()
-            for part in self.parts:
-                keys.update(figures.source_keys(part.figure_text))
-            keys.update(figures.source_keys(normalize(self.message.sender)))
             date = self.message.date
+            meta = set(figures.source_keys(self.sender))
             if date is not None:
-                keys.update(figures.date_keys(date.day, date.month, date.year))
-            self._figure_keys = frozenset(keys)
-        return self._figure_keys
+                meta.update(figures.date_keys(date.day, date.month, date.year))
+            self._figure_keys = [frozenset(meta)]
+        key_sets = self._figure_keys
+        if figures.supported(figure, key_sets):
+            return True
+        while len(key_sets) <= len(self.parts):
+            key_sets.append(figures.source_keys(self.parts[len(key_sets) - 1].figure_text))
+            if figures.supported(figure, key_sets):
+                return True
+        return False
 
     @property
-    def stems(self) -> frozenset[str]:
-        """Stems of every word of the message's parts and sender."""
-        if self._stems is None:
-            stems: set[str] = set()
-            for part in self.parts:
-                stems.update(stems_of(part.tokens))
-            stems.update(stems_of(_WORD.findall(normalize(self.message.sender))))
-            self._stems = frozenset(stems)
-        return self._stems
+    def sender(self) -> str:
+        if self._sender is None:
+            self._sender = _short_norm(self.message.sender)
+        return self._sender
+
+    def has_word(self, word: str, word_stem: str) -> bool:
+        """Whether a word of the message's parts or sender has the stem of ``word``.
+
+        The same as ``word_stem in stems_of(tokens)`` over all those words, without
+        tokenising and stemming the whole message: a literal whole-word occurrence is
+        looked for first, then only the words that could have that stem.
+        """
+        known = self._words.get(word)
+        if known is None:
+            known = self._words[word] = self._holds(word, _has_whole_word) or self._holds(
+                word_stem, has_stem
+            )
+        return known
+
+    def _holds(self, needle: str, test: Callable[[str, str], bool]) -> bool:
+        # Lazily: a part is only normalised when the parts before it lack the word.
+        for part in self.parts:
+            if test(part.norm.text, needle):
+                return True
+        return test(self.sender, needle)
 
     @classmethod
     def of(cls, message: EvidenceMessage) -> Source:
@@ -169,6 +193,50 @@ class Source:
         tokens = part.tokens
         hits = [i for i in range(first, min(first + WINDOW, len(tokens))) if tokens[i] in words]
         return _passage(part, hits[0], hits[-1])
+
+
+def _is_word(ch: str) -> bool:
+    return ch.isalnum() or ch == "_"
+
+
+def _has_whole_word(text: str, word: str) -> bool:
+    """``word`` (made of word characters) occurs in ``text`` as a whole ``\\w+`` token."""
+    i = text.find(word)
+    if i == -1:
+        return False
+    end = len(text)
+    while i != -1:
+        j = i + len(word)
+        if (i == 0 or not _is_word(text[i - 1])) and (j == end or not _is_word(text[j])):
+            return True
+        i = text.find(word, i + 1)
+    return False
+
+
+def has_stem(text: str, word_stem: str) -> bool:
+    """Whether a ``\\w+`` word of normalised ``text`` has the stem ``word_stem``.
+
+    :func:`stem` only strips a suffix, except ``-ies``/``-ied`` becoming ``y``: a word
+    with stem ``s`` therefore starts with ``s``, or with ``s[:-1]`` when ``s`` ends in
+    ``y``. Only the words starting so are stemmed.
+    """
+    prefix = word_stem[:-1] if word_stem.endswith("y") else word_stem
+    i = text.find(prefix)
+    while i != -1:
+        if i == 0 or not _is_word(text[i - 1]):
+            token = _WORD.match(text, i)
+            if token is not None and cached_stem(token.group()) == word_stem:
+                return True
+        i = text.find(prefix, i + 1)
+    return False
+
+
+def _short_norm(text: str) -> str:
+    """normalize() of a short header such as the sender, with a fast path for plain ASCII
+    (where it is just lower-casing, spacing aside, which word and figure scans ignore)."""
+    if text.isascii() and text.isprintable() and "&" not in text and "`" not in text:
+        return text.lower()
+    return normalize(text)
 
 
 def _passage(part: Part, first: int, last: int) -> Excerpt:

@@ -2,8 +2,8 @@
 
 A sentence's content words are the words of its normal form (quotes included) minus
 stop words, the generic words an answer adds when it paraphrases a mail (below),
-one-letter words, words holding a digit, words of scripts written without spaces, and
-the spans of its figures (they have their own check). Each is reduced by
+currency and percent words, one-letter words, words holding a digit, words of scripts
+written without spaces, and the spans of its figures (they have their own check). Each is reduced by
 :func:`stem`, a small suffix stripper applied to both sides alike, and looked up among
 the stems of the cited sources' words. The question's words are no free pass: a
 question can be written by an attacker too.
@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
+from services.verifier.figures import Figure, normalize_figures, sentence_figures
 from services.verifier.normalize import is_word_char, normalize
 
 _WORD = re.compile(r"\w+")
@@ -45,6 +46,14 @@ GENERIC = frozenset(
     """email mail message said say says according confirmed yes no sent received
     wrote write written asked told mentioned mention states stated regarding about reply
     replied""".split()
+)
+
+# Words that only say what kind of figure a number is: an amount's currency and a
+# percentage. The figure itself is checked by the figures check, however it is written
+# ("EUR 40", "40 euros", "€40"; "94.1%", "94.1 percent").
+FIGURE_WORDS = frozenset(
+    """eur euro euros usd dollar dollars gbp chf jpy cad aud sek nok dkk pln czk percent
+    pct""".split()
 )
 
 _MIN_STEM = 3
@@ -97,7 +106,7 @@ def content_words(norm_text: str) -> list[tuple[str, str]]:
     """(word, stem) of each distinct content word of normalised text, in order."""
     out: dict[str, str] = {}
     for w in _LETTERS.findall(norm_text):
-        if w in out or w in STOPWORDS or w in GENERIC:
+        if w in out or w in STOPWORDS or w in GENERIC or w in FIGURE_WORDS:
             continue
         if not w.isascii() and not all(map(is_word_char, w)):
             continue  # a script written without spaces: no words to count
@@ -137,18 +146,19 @@ def unsupported_words(sentence_text: str, sources_texts: Iterable[str]) -> tuple
     """The content words of ``sentence_text`` found in none of ``sources_texts``, and how
     many content words it has: ``unsupported = len(missing) / total``.
 
-    Pure, for calibration: the verifier applies the same rule to a sentence without its
-    citation markers against the parts of its cited messages.
+    Pure, for calibration. The verifier applies the same rule to each sentence (without
+    its citation markers) against every part of its cited messages (body, attachments,
+    subject) and their senders: pass those texts to get its judgement. It removes the
+    sentence when ``total >= MIN_CONTENT_WORDS`` and ``len(missing) / total`` exceeds
+    the threshold (``service.UNSUPPORTED_THRESHOLD`` unless given).
     """
-    from services.verifier.figures import normalize_figures, sentence_figures
-
     norm = normalize_figures(sentence_text)
     words = content_words(blank_figures(norm.text, sentence_figures(norm, sentence_text)))
     stem_sets = [stems_of(_WORD.findall(normalize(t))) for t in sources_texts]
     return missing_words(words, stem_sets), len(words)
 
 
-def blank_figures(norm_text: str, figures: Iterable) -> str:
+def blank_figures(norm_text: str, figures: Iterable[Figure]) -> str:
     """``norm_text`` with each figure's span replaced by spaces."""
     pieces = []
     last = 0

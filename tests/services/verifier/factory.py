@@ -20,6 +20,8 @@ M1 = "m3f9a2c1b0d4e"  # the insurer accepts the claim
 M2 = "m0a1b2c3d4e5f"  # the customer sends photos (with an attachment)
 M3 = "m111111111111"  # typographic quotes, soft hyphen, no-break space, entities
 M4 = "m222222222222"  # Chinese
+M5 = "m333333333333"  # the insurer settles the claim: amounts, dates, codes, addresses
+M6 = "m444444444444"  # a streaming service's receipt (nothing about the claim)
 FOREIGN = "m999999999999"  # another tenant's message, in another run's evidence
 NEVER = "mabcdefabcdef"  # never retrieved by anyone
 
@@ -42,6 +44,19 @@ M3_BODY = (
     "\u00a0Thanks &amp; regards,\u00a0the\u200b team"
 )
 M4_BODY = "保险公司已经接受了索赔。照片已收到。"
+M5_BODY = (
+    "Dear Mr. Meier,\n\n"
+    "your claim CLM-2024-55817 for the Golf (M-AC 4821) is settled. We will transfer\n"
+    "EUR 2,115.50 for invoice INV-2024-0173 of the workshop dated 3 April 2024; the\n"
+    "garage expects you at 10:00. 94.1% of the costs are covered, and 3 photos were\n"
+    "enough. Questions: claims@insurer.example or https://insurer.example/claims/55817\n\n"
+    "Anna Schmidt"
+)
+M6_BODY = (
+    "Your receipt for March\n\n"
+    "Thanks for being a StreamFlix member. Plan: Premium. Amount charged: EUR 12.99 on\n"
+    "1 March 2024. Next billing date: 1 April 2024."
+)
 
 
 def message(
@@ -52,13 +67,14 @@ def message(
     subject: str = "Re: Golf claim",
     attachments: dict[str, str] | None = None,
     date: datetime | None = None,
+    sender: str = "anna@insurer.example",
 ) -> EvidenceMessage:
     return EvidenceMessage(
         message_id=message_id,
         tenant_id=tenant,
         thread_id="th-golf",
         mailbox="inbox@acme.example",
-        sender="anna@insurer.example",
+        sender=sender,
         date=date or datetime(2025, 11, 29, 10, 30, tzinfo=timezone.utc),
         subject=subject,
         body=body,
@@ -73,6 +89,8 @@ def evidence() -> dict[str, EvidenceMessage]:
         message(M2, M2_BODY, subject="Photos", attachments={"photos.txt": M2_ATTACHMENT}),
         message(M3, M3_BODY, subject="Payment"),
         message(M4, M4_BODY, subject="索赔"),
+        message(M5, M5_BODY, subject="Settlement of your claim"),
+        message(M6, M6_BODY, subject="Your receipt for March", sender="receipts@streamflix.example"),
     ]
     return {m.message_id: m for m in msgs}
 

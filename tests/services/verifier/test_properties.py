@@ -169,3 +169,118 @@ def test_splitter_spans_are_ordered_and_inside(text: str) -> None:
         assert last <= sentence.start < sentence.end <= len(text)
         assert sentence.text.strip()
         last = sentence.end
+
+
+# ------------------------------------------------------------- figures and content words
+
+# Plain content words that never combine with a figure next to them (no month names,
+# "am"/"pm", units, currency codes, "of").
+VOCABULARY = (
+    "claim invoice garage photos payment repair policy vehicle customer workshop deadline "
+    "transfer bumper adjuster estimate settlement reference"
+).split()
+
+
+def _grouped(n: int, sep: str) -> str:
+    digits = str(n)
+    head = len(digits) % 3 or 3
+    return sep.join([digits[:head]] + [digits[i : i + 3] for i in range(head, len(digits), 3)])
+
+
+@st.composite
+def amounts(draw) -> str:
+    """An amount as a mail writes it: grouping style, decimals, currency sign or code."""
+    whole = draw(st.integers(0, 9_999_999))
+    cents = draw(st.one_of(st.none(), st.integers(0, 99)))
+    thousands, decimal = draw(st.sampled_from([(",", "."), (".", ","), ("", "."), ("'", "."), ("\u2009", ",")]))
+    number = _grouped(whole, thousands) if thousands else str(whole)
+    if cents is not None:
+        number += f"{decimal}{cents:02d}"
+    before, after = draw(st.sampled_from([("", ""), ("EUR ", ""), ("€", ""), ("$", ""), ("", " EUR"), ("", "%")]))
+    return f"{before}{number}{after}"
+
+
+MONTH_NAMES = "January February March April May June July August September October November December".split()
+
+
+@st.composite
+def dates(draw) -> str:
+    year, month, day = draw(st.integers(1990, 2030)), draw(st.integers(1, 12)), draw(st.integers(1, 28))
+    name = MONTH_NAMES[month - 1]
+    return draw(
+        st.sampled_from(
+            [
+                f"{day} {name} {year}",
+                f"{name} {day}, {year}",
+                f"{name} {day}",
+                f"{day} {name}",
+                f"{year}-{month:02d}-{day:02d}",
+                f"{day:02d}.{month:02d}.{year}",
+                f"{day}/{month}/{year}",
+                f"{name} {year}",
+            ]
+        )
+    )
+
+
+@st.composite
+def times(draw) -> str:
+    hour, minute = draw(st.integers(0, 23)), draw(st.sampled_from([0, 5, 30, 45]))
+    half = "am" if hour < 12 else "pm"
+    h12 = hour % 12 or 12
+    return draw(st.sampled_from([f"{hour}:{minute:02d}", f"{hour:02d}:{minute:02d}", f"{h12}{half}", f"{h12}:{minute:02d} {half[0]}.m."]))
+
+
+codes = st.builds(
+    lambda prefix, a, b: f"{prefix}-{a}-{b:04d}",
+    st.sampled_from(["INV", "CLM", "REF", "inv"]),
+    st.integers(2000, 2030),
+    st.integers(0, 99999),
+)
+addresses = st.builds(
+    lambda user, host: f"{user}@{host}.example",
+    st.text(alphabet=string.ascii_lowercase + ".", min_size=1, max_size=8).filter(
+        lambda u: u[0] != "." and u[-1] != "." and ".." not in u
+    ),
+    st.sampled_from(["insurer", "garage", "mail.shop"]),
+)
+urls = st.builds(
+    lambda scheme, path: f"{scheme}insurer.example/{path}",
+    st.sampled_from(["https://", "http://", "www."]),
+    st.text(alphabet=string.ascii_lowercase + string.digits + "/-", min_size=1, max_size=12).filter(
+        lambda p: not p.startswith("/")
+    ),
+)
+counts = st.integers(0, 10).map(str)
+figures_st = st.one_of(amounts(), dates(), times(), codes, addresses, urls, counts)
+
+
+@SETTINGS
+@given(
+    pairs=st.lists(st.tuples(st.sampled_from(VOCABULARY), figures_st), min_size=1, max_size=8),
+    data=st.data(),
+)
+def test_words_and_figures_copied_from_the_source_pass(pairs, data) -> None:
+    # The source alternates words and figures; the sentence copies some (word, figure)
+    # pairs in any order, so no two figures meet in it that did not meet in the source.
+    body = " ".join(f"{w} {f}" for w, f in pairs) + "."
+    chosen = data.draw(st.lists(st.sampled_from(pairs), min_size=1, max_size=len(pairs)))
+    sentence = " ".join(f"{w} {f}" for w, f in chosen)
+    # No full stop after the marker: "a.m. [id]." would leave "." as a sentence of its own.
+    verdict = verify(Draft(text=f"The {sentence} [{M1}]"), {M1: message(M1, body)})
+    assert [r.model_dump() for r in verdict.removed] == []
+    assert len(verdict.kept) == 1
+
+
+@SETTINGS
+@given(amount=amounts(), words=st.lists(st.sampled_from(VOCABULARY), min_size=2, max_size=6), data=st.data())
+def test_one_digit_of_a_copied_amount_changed_fails(amount: str, words: list[str], data) -> None:
+    positions = [i for i, ch in enumerate(amount) if ch.isdigit()]
+    i = data.draw(st.sampled_from(positions))
+    digit = data.draw(st.sampled_from("0123456789").filter(lambda d: d != amount[i]))
+    forged = amount[:i] + digit + amount[i + 1 :]
+    source = message(M1, f"The {' '.join(words)} is {amount} in total.")
+    source.date = None  # its date's day and year would count as numbers too
+    verdict = verify(Draft(text=f"The {' '.join(words)} is {forged} in total [{M1}]."), {M1: source})
+    assert not verdict.kept
+    assert verdict.removed[0].reason == "figure_not_found"

@@ -8,7 +8,7 @@ import pytest
 
 from shared.messages import Draft, DraftSentence
 from services.verifier.service import verify
-from tests.services.verifier.factory import FOREIGN, M1, M2, M3, M4, NEVER, evidence
+from tests.services.verifier.factory import FOREIGN, M1, M2, M3, M4, M5, M6, NEVER, evidence
 
 ANY = object()
 
@@ -263,6 +263,186 @@ CASES: dict[str, Case] = {
     ),
     "chinese quote without word spaces": Case(
         text(f"保险公司说「接受了索赔」[{M4}]。"), kept=[ANY]
+    ),
+    # ---------------------------------------------------------------- figures
+    "amount as in the source": Case(
+        text(f"The insurer will transfer EUR 2,115.50 [{M5}]."), kept=[ANY]
+    ),
+    "amount differing from the source": Case(
+        text(f"The insurer will transfer EUR 2,115.60 [{M5}]."),
+        removed=[("figure_not_found", "2,115.60")],
+    ),
+    "amount without thousands separator": Case(
+        text(f"The insurer will transfer EUR 2115.50 [{M5}]."), kept=[ANY]
+    ),
+    "amount in continental format": Case(
+        text(f"The insurer will transfer €2.115,50 [{M5}]."), kept=[ANY]
+    ),
+    "amount with the code after it": Case(
+        text(f"The insurer will transfer 2,115.50 EUR [{M5}]."), kept=[ANY]
+    ),
+    "amount with a thin space as thousands separator": Case(
+        text(f"The insurer will transfer EUR 2\u2009115,50 [{M5}]."), kept=[ANY]
+    ),
+    "amount in another currency is still the amount": Case(
+        text(f"The insurer will transfer $2,115.50 [{M5}]."), kept=[ANY]
+    ),
+    "amount off by a factor": Case(
+        text(f"The insurer will transfer EUR 21,155.00 [{M5}]."),
+        removed=[("figure_not_found", "21,155.00")],
+    ),
+    "amount with trailing zeros": Case(
+        text(f"The repair costs of €1,200.5 will be paid [{M1}]."), kept=[ANY]
+    ),
+    "amount from the wrong message": Case(
+        text(f"The insurer charged EUR 12.99 for the claim [{M5}]."),
+        removed=[("figure_not_found", "12.99")],
+    ),
+    "amount from the second cited message": Case(
+        text(f"The insurer will transfer EUR 2,115.50 and StreamFlix charged EUR 12.99 [{M5}, {M6}]."),
+        kept=[ANY],
+    ),
+    "percentage as in the source": Case(
+        text(f"The insurer covers 94.1% of the costs [{M5}]."), kept=[ANY]
+    ),
+    "percentage differing": Case(
+        text(f"The insurer covers 94.7% of the costs [{M5}]."), removed=[("figure_not_found", "94.7")]
+    ),
+    "small count in digits is checked": Case(
+        text(f"The insurer says 4 photos were enough [{M5}]."), removed=[("figure_not_found", "4")]
+    ),
+    "small count as in the source": Case(
+        text(f"The insurer says 3 photos were enough [{M5}]."), kept=[ANY]
+    ),
+    "count written as a word is no figure": Case(
+        text(f"The insurer says three photos were enough [{M5}]."), kept=[ANY]
+    ),
+    "date as in the source": Case(
+        text(f"The workshop invoice is dated 3 April 2024 [{M5}]."), kept=[ANY]
+    ),
+    "date without its year": Case(
+        text(f"The workshop invoice is dated April 3 [{M5}]."), kept=[ANY]
+    ),
+    "date in ISO format": Case(
+        text(f"The workshop invoice is dated 2024-04-03 [{M5}]."), kept=[ANY]
+    ),
+    "date in dotted format": Case(
+        text(f"The workshop invoice is dated 03.04.2024 [{M5}]."), kept=[ANY]
+    ),
+    "date with slashes either way round": Case(
+        text(f"The workshop invoice is dated 4/3/2024 [{M5}]."), kept=[ANY]
+    ),
+    "ordinal date": Case(
+        text(f"The workshop invoice is dated the 3rd of April [{M5}]."), kept=[ANY]
+    ),
+    "date with weekday": Case(
+        text(f"The workshop invoice is dated Wednesday, April 3, 2024 [{M5}]."), kept=[ANY]
+    ),
+    "wrong day": Case(
+        text(f"The workshop invoice is dated 4 April 2024 [{M5}]."),
+        removed=[("figure_not_found", "4 April 2024")],
+    ),
+    "wrong year": Case(
+        text(f"The workshop invoice is dated April 3, 2023 [{M5}]."),
+        removed=[("figure_not_found", "April 3, 2023")],
+    ),
+    "wrong month in ISO format": Case(
+        text(f"The workshop invoice is dated 2024-05-03 [{M5}]."),
+        removed=[("figure_not_found", "2024-05-03")],
+    ),
+    "the message's own date": Case(
+        text(f"Anna accepted the claim on 29 November 2025 [{M1}]."), kept=[ANY]
+    ),
+    "time as in the source": Case(
+        text(f"The garage expects him at 10:00 [{M5}]."), kept=[ANY]
+    ),
+    "time as am": Case(text(f"The garage expects him at 10am [{M5}]."), kept=[ANY]),
+    "time as a.m. with a space": Case(
+        text(f"The garage expects him at 10 a.m. on the day [{M5}]."), kept=[ANY]
+    ),
+    "time in the afternoon instead": Case(
+        text(f"The garage expects him at 10 pm [{M5}]."), removed=[("figure_not_found", "10 pm")]
+    ),
+    "wrong time": Case(
+        text(f"The garage expects him at 11:30 [{M5}]."), removed=[("figure_not_found", "11:30")]
+    ),
+    "invoice number as in the source": Case(
+        text(f"The workshop invoice is INV-2024-0173 [{M5}]."), kept=[ANY]
+    ),
+    "invoice number in lower case": Case(
+        text(f"The workshop invoice is inv-2024-0173 [{M5}]."), kept=[ANY]
+    ),
+    "wrong invoice number": Case(
+        text(f"The workshop invoice is INV-2024-0158 [{M5}]."),
+        removed=[("figure_not_found", "INV-2024-0158")],
+    ),
+    "claim number by its last group": Case(
+        text(f"The claim 55817 is settled [{M5}]."), kept=[ANY]
+    ),
+    "wrong claim number": Case(
+        text(f"The claim CLM-2024-55871 is settled [{M5}]."),
+        removed=[("figure_not_found", "CLM-2024-55871")],
+    ),
+    "number plate as in the source": Case(
+        text(f"The Golf M-AC 4821 is settled [{M5}]."), kept=[ANY]
+    ),
+    "wrong number plate": Case(
+        text(f"The Golf M-AC 4812 is settled [{M5}]."), removed=[("figure_not_found", "M-AC 4812")]
+    ),
+    "e-mail address as in the source": Case(
+        text(f"Questions go to claims@insurer.example [{M5}]."), kept=[ANY]
+    ),
+    "e-mail address not in the source": Case(
+        text(f"Questions go to support@insurer.example [{M5}]."),
+        removed=[("figure_not_found", "support@insurer.example")],
+    ),
+    "e-mail address of the sender": Case(
+        text(f"The claim was accepted by anna@insurer.example [{M1}]."), kept=[ANY]
+    ),
+    "url without scheme and with trailing slash": Case(
+        text(f"The claim is online at insurer.example/claims/55817/ [{M5}]."), kept=[ANY]
+    ),
+    "url with a different path": Case(
+        text(f"The claim is online at https://insurer.example/claims/55818 [{M5}]."),
+        removed=[("figure_not_found", "https://insurer.example/claims/55818")],
+    ),
+    "first failing figure is reported": Case(
+        text(f"The insurer will transfer EUR 2,115.50 on 5 April 2024 at 10:00 [{M5}]."),
+        removed=[("figure_not_found", "5 April 2024")],
+    ),
+    "quote check comes before the figures": Case(
+        text(f'The insurer wrote "EUR 2,115.60" [{M5}].'), removed=[("quote_not_found", "EUR 2,115.60")]
+    ),
+    # ---------------------------------------------------------------- unsupported content
+    "invented claim riding on a real quote": Case(
+        text(f'The email looks good and the insurer accepted everything: "Your receipt for March". [{M6}]'),
+        removed=[("unsupported_claim", "looks good insurer accepted everything")],
+    ),
+    "invented claim without a quote": Case(
+        text(f"The insurer suspects fraud and refuses any payment [{M1}]."),
+        removed=[("unsupported_claim", ANY)],
+    ),
+    "honest paraphrase survives": Case(
+        text(f"The insurer settled the Golf claim and transfers EUR 2115.50 for the workshop invoice [{M5}]."),
+        kept=[ANY],
+    ),
+    "honest paraphrase with stemmed words": Case(
+        text(f"Tom attaches photos showing the bumper damage [{M2}]."), kept=[ANY]
+    ),
+    "honest quote with attribution": Case(
+        text(f'StreamFlix sent a receipt saying "Amount charged: EUR 12.99" [{M6}].'), kept=[ANY]
+    ),
+    "generic answer words do not count": Case(
+        text(f"Yes, according to her email message, Anna stated the claim was accepted [{M1}]."),
+        kept=[ANY],
+    ),
+    "too few content words to judge": Case(text(f"It looks fine [{M1}]."), kept=[ANY]),
+    "content words of two cited messages": Case(
+        text(f"Tom sent bumper photos and the insurer accepted the claim [{M1}, {M2}]."), kept=[ANY]
+    ),
+    "content only in an uncited message": Case(
+        text(f"Tom sent bumper photos, unacceptable delay [{M6}]."),
+        removed=[("unsupported_claim", ANY)],
     ),
     # ---------------------------------------------------------------- whole drafts
     "mixed draft": Case(
