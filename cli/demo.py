@@ -21,7 +21,7 @@ DEMO_KEYS = {
 # The embedded model reads about 70 prompt tokens a second on two CPU cores, so one call
 # with fenced mail in it takes 10-20 s and a run makes three or four: the demo tenants
 # get more time than the 8 s default (which suits a hosted model), and three steps.
-DEMO_BUDGETS = {"search.agentic_max_steps": 3, "search.agentic_max_seconds": 120}
+DEMO_BUDGETS = {"search.agentic_max_steps": 2, "search.agentic_max_seconds": 90}
 
 
 def load_demo(stack: Stack, demo_dir: Path, console: Console) -> dict[str, str]:

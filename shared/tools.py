@@ -13,6 +13,8 @@ does not know, refuses that call and is recorded as a widen attempt (by the sear
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+
 import inspect
 from dataclasses import dataclass, field
 from typing import Annotated, Any, Literal
@@ -113,23 +115,30 @@ TOOLS: dict[str, ToolSpec] = {
 # ------------------------------------------------------------------ what a model reads
 
 
-def tool_prompt_text(names: list[str] | None = None) -> str:
+def tool_prompt_text(names: list[str] | None = None, *, offered: Mapping[str, Sequence[str]] | None = None) -> str:
     """The tools as a model reads them: per tool its name and description, then one
     line per argument with its type, default and description; the filters that several
-    tools share are listed once, after them. Generated from the argument models, so it
-    cannot drift from what the searcher accepts."""
+    tools share are listed once, after them. ``offered`` limits a tool to the arguments
+    a caller lets its model use. Generated from the argument models, so it cannot drift
+    from what the searcher accepts."""
     lines: list[str] = []
     filtered: list[str] = []
+    shared_filters: list[str] = []
     for name in names if names is not None else list(TOOLS):
         spec = TOOLS[name]
+        allowed = offered.get(name) if offered else None
+        own = [f for f in spec.args.model_fields if f not in _FILTERS and (allowed is None or f in allowed)]
         lines.append(f"{name}: {spec.description}")
-        lines += _argument_lines(spec.args, [f for f in spec.args.model_fields if f not in _FILTERS])
+        lines += _argument_lines(spec.args, own)
         if issubclass(spec.args, Narrowing):
-            filtered.append(name)
-            lines.append("  - plus the filters below")
+            mine = [f for f in _FILTERS if allowed is None or f in allowed]
+            if mine:
+                filtered.append(name)
+                shared_filters += [f for f in mine if f not in shared_filters]
+                lines.append("  - plus the filters below")
     if filtered:
         lines.append(f"Filters of {', '.join(filtered)} (each optional; they can only narrow):")
-        lines += _argument_lines(Narrowing, list(_FILTERS))
+        lines += _argument_lines(Narrowing, shared_filters)
     return "\n".join(lines)
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
-from shared.passages import sentence_model
+from shared.passages import MAX_SENTENCES, sentence_model
 
 
 def answer_model(refs: list[str]) -> type[BaseModel]:
@@ -14,5 +14,5 @@ def answer_model(refs: list[str]) -> type[BaseModel]:
     return create_model(
         "AnswerDraft",
         __config__=ConfigDict(extra="forbid"),
-        answer=(list[sentence_model(refs)], Field(default_factory=list, max_length=3)),  # type: ignore[misc]
+        answer=(list[sentence_model(refs)], Field(default_factory=list, max_length=MAX_SENTENCES)),  # type: ignore[misc]
     )

@@ -13,21 +13,24 @@ from typing import Any, Literal, Union
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
 from shared.messages import DraftSentence, Hit, RunRequested, Trace, Usage
-from shared.passages import sentence_model
+from shared.passages import MAX_SENTENCES, SEARCH_TOOLS, sentence_model
 from shared.tools import constrained_args
 
-# The tools that bring new evidence; the others serve the API and agents directly.
-PLANNER_TOOLS = ("search", "read_thread")
 
 
 def call_models(*, message_ids: list[str], thread_ids: list[str], mailboxes: list[str]) -> list[type[BaseModel]]:
     """One reply model per tool the planner may call now, each with its arguments
     constrained to this run."""
     models: list[type[BaseModel]] = []
-    for name in PLANNER_TOOLS:
-        args = constrained_args(name, message_ids=message_ids, thread_ids=thread_ids, mailboxes=mailboxes)
-        if args is None:
+    for name, offered in SEARCH_TOOLS.items():
+        full = constrained_args(name, message_ids=message_ids, thread_ids=thread_ids, mailboxes=mailboxes)
+        if full is None:
             continue
+        args = create_model(
+            full.__name__,
+            __config__=ConfigDict(extra="forbid"),
+            **{k: (f.annotation, f) for k, f in full.model_fields.items() if k in offered},  # type: ignore[call-overload]
+        )
         models.append(
             create_model(
                 f"{args.__name__}Call",
@@ -45,7 +48,7 @@ def attempt_model(refs: list[str]) -> type[BaseModel]:
     return create_model(
         "PlannerAnswer",
         __config__=ConfigDict(extra="forbid"),
-        answer=(list[sentence_model(refs)], Field(default_factory=list, max_length=3)),  # type: ignore[misc]
+        answer=(list[sentence_model(refs)], Field(default_factory=list, max_length=MAX_SENTENCES)),  # type: ignore[misc]
     )
 
 

@@ -235,7 +235,8 @@ class Planner:
         return calls[:MAX_CALLS_PER_STEP]
 
     def _record(self, state: RunState, batch: ToolBatchCompleted) -> None:
-        step = next((s for s in state.trace.steps if s.step == batch.step), None)
+        # The search round that sent the calls, not the answer attempt of the same step.
+        step = next((s for s in reversed(state.trace.steps) if s.step == batch.step), None)
         new_ids: list[str] = []
         emptied_by_filters = bool(batch.outcomes)
         for o in batch.outcomes:

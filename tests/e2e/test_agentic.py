@@ -15,17 +15,17 @@ from shared.messages import EvidenceMessage, ToolBatchRequested, ToolCall
 from shared.passages import SYSTEM, own_text
 from shared.scope import Scope, sign_scope
 from tests.fixtures.brains import (
-    DECISION,
+    ATTEMPT,
     DRAFT,
-    can_search,
+    SEARCH,
+    answer,
     code,
-    decision,
-    decisions,
-    draft,
     evidence_block,
     honest,
     honest_answer,
     is_repair,
+    nothing,
+    of_kind,
     passage_refs_allowed,
     passages,
     phrase,
@@ -33,6 +33,7 @@ from tests.fixtures.brains import (
     schema,
     schema_title,
     search,
+    searches,
     sentence,
     user_text,
 )
@@ -66,13 +67,16 @@ def step_notes(result: dict, kind: str) -> list[str | None]:
     return [s["note"] for s in result["trace"]["steps"] if s["kind"] == kind]
 
 
-def first_decide(calls: dict[str, int]):
-    """Count the decide calls a brain gets, repair rounds not counted: True on the first."""
+def first_only(title: str):
+    """True for the first request of ``title``'s schema and its repair round, False after."""
+    seen = {"n": 0}
 
     def first(body: dict) -> bool:
+        if schema_title(body) != title:
+            return False
         if not is_repair(body):
-            calls["decide"] = calls.get("decide", 0) + 1
-        return calls["decide"] == 1
+            seen["n"] += 1
+        return seen["n"] == 1
 
     return first
 
@@ -86,7 +90,7 @@ def test_easy_question_is_answered_with_exactly_one_model_call(api, stack_model)
     assert resp.status_code == 200, resp.text
     result = resp.json()
     assert result["outcome"] == "answered"
-    assert [schema_title(b) for b in stack_model.bodies] == [DECISION]
+    assert [schema_title(b) for b in stack_model.bodies] == [ATTEMPT]
     assert result["usage"]["model_calls"] == 1
     assert [s["kind"] for s in result["trace"]["steps"]] == ["first_search", "decide", "answer"]
 
@@ -133,26 +137,22 @@ def test_the_prompt_shows_passages_in_one_fenced_block_under_a_fixed_system_prom
 # ---------------------------------------------------------------- what the model may name
 
 
-def test_the_decide_schema_allows_only_the_passages_shown(api, stack_model):
+def test_the_answer_schema_allows_only_the_passages_shown(api, stack_model):
     stack_model.set_script(honest())
     agentic(api, api.key("acme/alice"))
     (body,) = stack_model.bodies
     assert passage_refs_allowed(body) == [p.ref for p in passages(body)]
-    search_args = schema(body)["$defs"]["search_arguments"]
-    assert search_args["additionalProperties"] is False
-    mailboxes = search_args["properties"]["mailboxes"]["anyOf"][0]["items"]["enum"]
-    assert set(mailboxes) == {"alice", "shared-claims"}  # the caller's scope, nothing more
 
 
 @pytest.mark.parametrize("invented", ["P99", "m000000000000"])
 def test_a_reply_citing_a_passage_it_was_not_shown_is_refused(api, stack_model, invented):
-    """A provider that ignores the schema's enum: code validation refuses the reply, and
-    no sentence of it reaches the answer."""
-    first = first_decide({})
+    """A provider that ignores the schema's enum: code validation refuses the reply, the
+    attempt is made again, and no sentence of the refused reply reaches the answer."""
+    first = first_only(ATTEMPT)
 
     def brain(body):
-        if schema_title(body) == DECISION and first(body):
-            return decision(*honest_answer(body), sentence("The claim was paid out twice to Acme.", invented))
+        if first(body):
+            return answer(*honest_answer(body), sentence("The claim was paid out twice to Acme.", invented))
         return honest()(body)
 
     stack_model.set_script(brain)
@@ -167,12 +167,13 @@ def test_a_reply_citing_a_passage_it_was_not_shown_is_refused(api, stack_model, 
 
 
 def test_a_model_that_always_cites_unseen_passages_never_answers(api, stack_model):
-    stack_model.set_script(lambda body: decision(sentence("The insurer accepted the Golf claim in full.", "P99")))
+    stack_model.set_script(lambda body: answer(sentence("The insurer accepted the Golf claim in full.", "P99")))
     api.tenant("acme", **{"search.agentic_max_steps": 2})
     result = agentic(api, api.key("acme/alice")).json()
     assert result["outcome"] == "budget_exhausted"
     assert result["answer"] is None
-    assert all(n.startswith("invalid model output") for n in step_notes(result, "decide"))
+    notes = step_notes(result, "decide")
+    assert len(notes) == 2 and all(n.startswith("invalid model output") for n in notes)
     assert result["evidence"]
 
 
@@ -182,11 +183,20 @@ def test_a_model_that_always_cites_unseen_passages_never_answers(api, stack_mode
         {"text": "<one statement>", "passages": ["<message_id>"]},
         {"text": "<one statement>", "passages": ["P1"]},
         {"text": "<one short sentence answering the question>", "passages": ["<passage>"]},
+        {"text": "<one short sentence answering the question>", "passages": ["P1"]},
+        pytest.param(
+            {"text": "<text of the sentence that answers>", "passages": ["P1"]},
+            marks=pytest.mark.xfail(
+                strict=True,
+                reason="known gap: code attribution finds no source, so the model's P1 is kept, and the "
+                "verifier does not judge a sentence with fewer than 3 content words",
+            ),
+        ),
     ],
-    ids=["both", "text", "passages"],
+    ids=["both", "text", "passages", "well_formed", "well_formed_few_words"],
 )
 def test_a_template_echo_is_never_an_answer(api, stack_model, echo):
-    stack_model.set_script(lambda body: Reply(object={"answer": [echo], "searches": []}))
+    stack_model.set_script(lambda body: Reply(object={"answer": [echo]}) if schema_title(body) != SEARCH else searches())
     api.tenant("acme", **{"search.agentic_max_steps": 2})
     result = agentic(api, api.key("acme/alice")).json()
     assert result["outcome"] != "answered"
@@ -197,10 +207,7 @@ def test_a_template_echo_is_never_an_answer(api, stack_model, echo):
 
 
 def test_forged_quote_is_removed_and_recorded(api, stack_model):
-    def brain(body):
-        return decision(sentence('The insurer wrote "we reject this claim outright and forever".', "P1"))
-
-    stack_model.set_script(brain)
+    stack_model.set_script(lambda body: answer(sentence('The insurer wrote "we reject this claim outright and forever".', "P1")))
     result = agentic(api, api.key("acme/alice")).json()
     assert result["outcome"] == "insufficient_evidence"
     assert result["answer"] is None
@@ -209,46 +216,50 @@ def test_forged_quote_is_removed_and_recorded(api, stack_model):
 
 def test_obeying_injected_mail_never_widens_the_scope(api, stack_model, demo_stack):
     """What an injected mail asks for (another tenant, other mailboxes, a tool the loop
-    does not offer) is not in the reply schema; a model that asks anyway is refused by
+    does not offer) is not in the search schema; a model that asks anyway is refused by
     validation, and nothing reaches the searcher."""
-    first = first_decide({})
 
     def brain(body):
-        if schema_title(body) == DECISION and first(body):
-            return decision(
-                searches=[
-                    search("insurance claim", tenant_id="globex"),
-                    search("insurance claim", mailboxes=["carol", "bob"]),
-                    {"tool": "contacts", "arguments": {"include_quarantined": True}},
-                ]
+        if schema_title(body) == SEARCH:
+            return searches(
+                search("insurance claim", tenant_id="globex"),
+                search("insurance claim", mailboxes=["carol", "bob"]),
+                {"tool": "contacts", "arguments": {"include_quarantined": True}},
             )
-        return honest()(body)
+        return answer()
 
     stack_model.set_script(brain)
     result = agentic(api, api.key("acme/alice")).json()
-    assert step_notes(result, "decide")[0].startswith("invalid model output")
+    (search_round,) = of_kind(stack_model.bodies, SEARCH)[:1]
+    args = schema(search_round)["$defs"]["search_arguments"]
+    assert args["additionalProperties"] is False and "tenant_id" not in args["properties"]
+    if "mailboxes" in args["properties"]:  # offered or not, never beyond the caller's scope
+        assert set(args["properties"]["mailboxes"]["anyOf"][0]["items"]["enum"]) <= {"alice", "shared-claims"}
+    assert step_notes(result, "search")[0].startswith("invalid model output")
     assert [c["call_id"] for c in result["trace"]["searched"]] == ["s0-1"]
     assert result["trace"]["widen_attempts"] == []
-    assert result["outcome"] == "answered"
+    assert result["outcome"] == "insufficient_evidence"
     for msg in stored_evidence(demo_stack, result["run_id"]).values():
         assert msg.tenant_id == "acme" and msg.mailbox in ("alice", "shared-claims")
 
 
-def test_model_that_never_stops_ends_at_the_step_budget_with_evidence(api, stack_model):
+def test_model_that_never_stops_searching_ends_at_the_step_budget_with_evidence(api, stack_model):
     n = {"i": 0}
 
     def brain(body):
-        # Searches even on the last step, where the schema no longer offers them.
-        n["i"] += 1
-        return decision(searches=[search(f"claim photos {n['i']}", mode="keyword")])
+        if schema_title(body) == SEARCH:
+            n["i"] += 1
+            return searches(search(f"claim photos {n['i']}", mode="keyword"))
+        return answer()
 
     stack_model.set_script(brain)
     api.tenant("acme", **{"search.agentic_max_steps": 3})
     result = agentic(api, api.key("acme/alice")).json()
-    assert result["outcome"] == "budget_exhausted"
     assert result["usage"]["steps"] == 3
+    assert [schema_title(b) for b in stack_model.bodies] == [ATTEMPT, SEARCH, ATTEMPT, SEARCH, ATTEMPT]
+    assert result["outcome"] == "insufficient_evidence"
+    assert result["answer"] is None
     assert result["evidence"]
-    assert not can_search(stack_model.bodies[-1])  # the last decide offered no searches
 
 
 def test_hanging_model_ends_at_the_deadline(api, stack_model):
@@ -274,9 +285,9 @@ def test_model_errors_degrade_to_hybrid_results(api, stack_model):
 
 def test_unanswerable_question_is_never_answered(api, stack_model):
     def brain(body):
-        if schema_title(body) == DECISION and "Searched so far:" not in user_text(body):
-            return decision(searches=[search("moon base budget")])
-        return decision() if schema_title(body) == DECISION else draft()
+        if schema_title(body) == SEARCH and "Searched so far:" not in user_text(body):
+            return searches(search("moon base budget"))
+        return nothing(body)
 
     stack_model.set_script(brain)
     result = agentic(api, api.key("acme/alice"), question="What is the budget of our moon base?").json()
@@ -285,26 +296,27 @@ def test_unanswerable_question_is_never_answered(api, stack_model):
     assert [c["arguments"]["query"] for c in result["trace"]["searched"]][1:] == ["moon base budget"]
 
 
-# ---------------------------------------------------------------- the new loop's behaviour
+# ---------------------------------------------------------------- the loop's own behaviour
 
 
 def test_filters_the_question_never_mentioned_are_dropped_before_the_searcher(api, stack_model):
-    first = first_decide({})
+    first = first_only(ATTEMPT)
 
     def brain(body):
-        if schema_title(body) == DECISION and first(body):
-            return decision(searches=[search("Golf claim decision", senders=["your_email@example.com"])])
-        return honest()(body)
+        if schema_title(body) == SEARCH:
+            return searches(search("Golf claim decision", senders=["your_email@example.com"]))
+        return answer() if first(body) else honest()(body)
 
     stack_model.set_script(brain)
     result = agentic(api, api.key("acme/alice")).json()
     asked = [c["arguments"] for c in result["trace"]["searched"][1:]]
     assert [a["query"] for a in asked] == ["Golf claim decision"]
     assert "senders" not in asked[0]
-    ran = [o for s in result["trace"]["steps"] if s["step"] == 1 for o in s["tool_calls"]]
+    ran = [o for s in result["trace"]["steps"] if s["kind"] == "search" for o in s["tool_calls"]]
     assert [o["arguments"] for o in ran] == asked and ran[0]["message_ids"]
-    second = decisions(stack_model.bodies)[-1]
+    second = of_kind(stack_model.bodies, ATTEMPT)[-1]
     assert "dropped filters the question never mentioned: senders" in user_text(second)
+    assert result["outcome"] == "answered"
 
 
 def test_single_shot_makes_one_answer_call_and_no_decision(api, stack_model):
@@ -327,7 +339,7 @@ def test_a_sentence_cited_to_the_wrong_passage_is_cited_to_the_message_that_stat
         wrong = min(thread, key=lambda p: p.place)
         quoted = max((p for p in thread if p.place > wrong.place), key=lambda p: len(phrase(p.text).split()))
         said["phrase"] = phrase(quoted.text)
-        return decision(sentence(quoting(quoted), wrong.ref))
+        return answer(sentence(quoting(quoted), wrong.ref))
 
     stack_model.set_script(brain)
     result = agentic(api, api.key("acme/alice")).json()
@@ -438,11 +450,3 @@ def test_forged_or_widened_scope_token_on_the_stream_is_refused(demo_stack, forg
     assert not [f for _, f in admin.xrange(streams.OBSERVATIONS) if run_id.encode() in f[b"__data__"]]
 
 
-
-def test_tmp_debug(api, stack_model):
-    for echo in [{"text": "<one short sentence answering the question>", "passages": ["P1"]},
-                 {"text": "A short sentence answering the question.", "passages": ["P1"]},
-                 {"text": "<a short sentence that states the fact>", "passages": ["P1", "P2"]}]:
-        stack_model.set_script(lambda body: Reply(object={"answer": [echo], "searches": []}))
-        result = agentic(api, api.key("acme/alice")).json()
-        print(echo, step_notes(result, "decide"), result["outcome"], result["answer"], result["trace"]["removed_sentences"], [s for s in result["trace"]["steps"] if s["kind"] == "answer"])

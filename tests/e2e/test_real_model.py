@@ -1,63 +1,81 @@
-"""Agentic search with the real embedded model (Qwen2.5-Coder-1.5B on llama.cpp's
-server), every service its own process. Slow: about a minute a question."""
+"""The real embedded model (Qwen2.5-Coder-1.5B on llama.cpp's server) answering a subset
+of the labelled set through the whole stack, every service its own process, scored by
+``pmsearch eval``.
+
+It checks what the model and the verifier do, not how fast: budgets here are generous
+so that a busy machine still meets them; speed belongs to ``pmsearch eval`` on the full
+set and to the benchmarks.
+"""
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
+
+import httpx
 import pytest
 from rich.console import Console
 
 from cli.demo import load_demo
 from cli.stack import ROOT, Stack
 from shared.llm.local_server import DEFAULT_MODEL
-from tests.fixtures.stack import DEMO, Api
+from tests.fixtures.stack import DEMO
 
 pytestmark = pytest.mark.real_model
 
-ANSWERABLE = [
-    ("acme/alice", "Did the insurer accept the Golf claim after we sent the photos?"),
-    ("acme/alice", "Who is handling the Golf claim at the insurer?"),
-    ("acme/alice", "Where does Spedition Hüber pick up from April?"),
-    ("globex/carol", "What did Harbor Mutual decide on the Transit hail claim?"),
+# README examples the model answers, and questions it must not answer (the mail the
+# key can see does not say; only quarantined mail, another mailbox or another tenant).
+SUBSET = [
+    "golf-accepted",
+    "golf-adjuster",
+    "inv-0173",
+    "transit-decision",
+    "hueber-pickup",
+    "quarantine-bank-details",
+    "ot-golf-from-globex",
+    "om-chairs-paid",
+    "wifi-password",
 ]
-UNANSWERABLE = ("acme/alice", "What is the budget of our moon base?")
+SLOW_MACHINE_BUDGET = {"search.agentic_max_steps": 2, "search.agentic_max_seconds": 300}
 
 
 @pytest.fixture(scope="module")
-def real_api(tmp_path_factory):
+def real_stack(tmp_path_factory):
     if not (ROOT / DEFAULT_MODEL).is_file():
         pytest.fail("the embedded model is missing: scripts/install_model.sh installs it (make test runs it)")
     stack = Stack(tmp_path_factory.mktemp("real"), local_model=True)
     try:
         stack.start()
-        stack.demo_keys = load_demo(stack, DEMO, Console(quiet=True))
-        yield Api(stack)
+        load_demo(stack, DEMO, Console(quiet=True))
+        for tenant in ("acme", "globex"):
+            httpx.patch(
+                f"{stack.gateway_url}/v1/admin/tenants/{tenant}/settings",
+                json=SLOW_MACHINE_BUDGET,
+                headers={"Authorization": f"Bearer {stack.secrets.admin_token}"},
+                timeout=30,
+            ).raise_for_status()
+        yield stack
     finally:
         stack.stop()
 
 
-def ask(api: Api, label: str, question: str) -> dict:
-    resp = api.search(api.key(label), query=question, mode="agentic")
-    assert resp.status_code == 200, resp.text
-    return resp.json()
-
-
-def test_real_model_answers_demo_questions_with_verified_citations(real_api):
-    results = [ask(real_api, label, q) for label, q in ANSWERABLE]
-    answered = [r for r in results if r["outcome"] == "answered"]
-    summary = [(r["question"], r["outcome"], r.get("reason")) for r in results]
-    assert len(answered) >= 3, summary
-    for r in answered:
-        evidence = {e["message_id"] for e in r["evidence"]}
-        assert r["answer"]["sentences"]
-        for sentence in r["answer"]["sentences"]:
-            assert sentence["citations"]
-            for c in sentence["citations"]:
-                assert c["message_id"] in evidence
-                assert c["excerpt"]["text"]
-        assert r["usage"]["model_calls"] >= 2 and r["usage"]["prompt_tokens"] > 0
-
-
-def test_real_model_does_not_answer_an_unanswerable_question(real_api):
-    result = ask(real_api, *UNANSWERABLE)
-    assert result["outcome"] != "answered", result["answer"]
-    assert result["trace"]["searched"]
+def test_real_model_subset_meets_the_precision_and_refusal_gates(real_stack, tmp_path):
+    proc = subprocess.run(
+        [
+            sys.executable, "-m", "cli.main", "eval",
+            "--gateway", real_stack.gateway_url,
+            "--keys", str(real_stack.var_dir / "demo-keys.json"),
+            "--only", ",".join(SUBSET),
+            "--out", str(tmp_path),
+            "--timeout", "400",
+            "--min-precision", "0.95",
+            "--max-wrongly-answered", "0",
+        ],
+        capture_output=True, text=True, cwd=ROOT, timeout=3600,
+    )
+    summary = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert proc.returncode == 0, f"{proc.stderr[-2000:]}\n{summary}"
+    loop = summary["strategies"]["loop"]
+    assert loop["outcomes"].get("error", 0) == 0, loop
+    assert loop["answered_right"] > 0, loop  # the model answers, not only refuses

@@ -1,41 +1,181 @@
+"""The answerer against a real redis-server and the scripted model: it writes the draft
+(or takes the planner's), attributes each sentence's sources, and always hands the
+verifier an ending."""
+
+from __future__ import annotations
+
+import time
+import uuid
 from datetime import datetime, timezone
 
-from services.answerer.schemas import CitedSentence
-from services.answerer.service import rank_evidence
-from shared.messages import EvidenceMessage
+import pytest
+import redis.asyncio as aioredis
+
+from services.answerer.service import Answerer
+from shared import streams
+from shared.bus import decode
+from shared.llm import ModelClient
+from shared.messages import AnswerRequested, DraftSentence, EvidenceMessage, Hit, Trace, Usage, VerificationRequested
+from tests.fixtures.brains import DRAFT, answer, honest, passages, quoting, schema_title, sentence
+from tests.fixtures.scripted_model import Reply
+from tests.shared.llm.helpers import settings
+
+QUESTION = "Did the insurer accept the Golf claim?"
 
 
-def _msg(mid: str, subject: str, body: str) -> EvidenceMessage:
+def msg(mid: str, body: str, day: int) -> EvidenceMessage:
     return EvidenceMessage(
-        message_id=mid, tenant_id="t", thread_id="th", mailbox="m", sender="s", date=datetime(2024, 1, 1, tzinfo=timezone.utc),
-        subject=subject, body=body,
+        message_id=mid, tenant_id="acme", thread_id="t-golf", mailbox="alice", sender="Sabine Roth <sabine@northwind.example>",
+        date=datetime(2024, 3, day, tzinfo=timezone.utc), subject="Claim CLM-2024-55817", body=body,
     )
 
 
-def test_sentence_carries_its_quote_for_the_verifier():
-    s = CitedSentence(citations=["m1"], quote="“the claim is accepted”", text="The insurer accepted the claim.")
-    assert s.sentence() == 'The insurer accepted the claim: "the claim is accepted".'
+PHOTOS = msg("m-photos", "Attached are three photos of the damage to the VW Golf, taken this morning in our yard.", 13)
+ACCEPT = msg("m-accept", "Northwind accepts the Golf claim and pays EUR 2,115.50 after the deductible.", 28)
+HIT = Hit(message_id="m-photos", thread_id="t-golf", mailbox="alice", sender="s", date=None, subject="x", snippet="y", score=1.0)
 
 
-def test_sentence_without_quote_is_its_text():
-    assert CitedSentence(citations=["m1"], quote=" ", text="Paid in April.").sentence() == "Paid in April."
+@pytest.fixture
+async def redis(redis_url):
+    client = aioredis.from_url(redis_url)
+    yield client
+    await client.aclose()
 
 
-def test_evidence_sharing_the_questions_words_comes_first():
-    a = _msg("a", "Lunch", "pizza on friday")
-    b = _msg("b", "Decision on claim", "the insurer accepted the Golf claim")
-    ranked = rank_evidence("Did the insurer accept the Golf claim?", [a, b])
-    assert [m.message_id for m in ranked] == ["b", "a"]
+@pytest.fixture
+async def model(scripted_model):
+    client = ModelClient(settings(scripted_model.base_url, model_retries=0))
+    yield client
+    await client.aclose()
 
 
-def test_ties_keep_the_search_order():
-    a, b = _msg("a", "x", "claim"), _msg("b", "y", "claim")
-    assert [m.message_id for m in rank_evidence("claim", [a, b])] == ["a", "b"]
+async def run_with(redis, *evidence: EvidenceMessage) -> str:
+    run_id = f"run-{uuid.uuid4().hex[:12]}"
+    if evidence:
+        await redis.hset(streams.evidence_key(run_id), mapping={m.message_id: m.model_dump_json() for m in evidence})
+    return run_id
 
 
-def test_coverage_is_the_best_share_of_question_words_one_message_mentions():
-    from services.answerer.service import coverage
+def request(run_id: str, proposed: list[DraftSentence] = (), focus: list[str] = ("m-photos", "m-accept")) -> AnswerRequested:
+    return AnswerRequested(
+        run_id=run_id, tenant_id="acme", scope_token="token", deadline=time.time() + 30, question=QUESTION, step=2,
+        trace=Trace(), usage=Usage(steps=1, model_calls=1), focus=list(focus), hits=[HIT], proposed=list(proposed),
+    )
 
-    golf = _msg("a", "Decision on claim", "the insurer accepted the Golf claim")
-    assert coverage("Did the insurer accept the Golf claim?", [golf]) == 1.0
-    assert coverage("What is the budget of our moon base?", [golf]) == 0.0
+
+async def handed_on(redis, run_id: str) -> VerificationRequested:
+    found = [decode(f, VerificationRequested) for _, f in await redis.xrange(streams.DRAFTS)]
+    (req,) = [r for r in found if r.run_id == run_id]
+    return req
+
+
+# ---------------------------------------------------------------- the planner's answer
+
+
+async def test_an_answer_the_planner_wrote_costs_no_model_call(redis, model, scripted_model):
+    run_id = await run_with(redis, PHOTOS, ACCEPT)
+    proposed = [DraftSentence(text="Northwind accepts the Golf claim and pays EUR 2,115.50.", citations=["m-accept"])]
+    await Answerer(redis, model).answer(request(run_id, proposed))
+    out = await handed_on(redis, run_id)
+    assert scripted_model.bodies == []
+    assert out.ending == "answer"
+    assert [(s.text, s.citations) for s in out.draft.sentences] == [(proposed[0].text, ["m-accept"])]
+    assert out.usage.model_calls == 1  # the planner's, unchanged
+    assert [s.kind for s in out.trace.steps] == ["answer"]
+
+
+async def test_code_cites_the_message_that_states_a_sentence_and_the_trace_keeps_both_choices(redis, model):
+    run_id = await run_with(redis, PHOTOS, ACCEPT)
+    proposed = [DraftSentence(text="Northwind accepts the Golf claim and pays EUR 2,115.50.", citations=["m-photos"])]
+    await Answerer(redis, model).answer(request(run_id, proposed))
+    out = await handed_on(redis, run_id)
+    assert out.draft.sentences[0].citations == ["m-accept"]
+    (step,) = out.trace.steps
+    assert step.cited_by_model == ["m-photos"]
+    assert step.cited_by_code == ["m-accept"]
+
+
+async def test_with_citation_source_model_the_models_citations_are_kept(redis, model):
+    run_id = await run_with(redis, PHOTOS, ACCEPT)
+    proposed = [DraftSentence(text="Northwind accepts the Golf claim and pays EUR 2,115.50.", citations=["m-photos"])]
+    await Answerer(redis, model, citation_source="model").answer(request(run_id, proposed))
+    out = await handed_on(redis, run_id)
+    assert out.draft.sentences[0].citations == ["m-photos"]
+    assert out.trace.steps[0].cited_by_code == ["m-accept"]  # still recorded, for evaluation
+
+
+async def test_a_sentence_code_cannot_attribute_keeps_the_models_citations(redis, model):
+    run_id = await run_with(redis, PHOTOS, ACCEPT)
+    proposed = [DraftSentence(text="Zzyzx qwerty plugh xyzzy.", citations=["m-photos"])]
+    await Answerer(redis, model).answer(request(run_id, proposed))
+    out = await handed_on(redis, run_id)
+    assert out.draft.sentences[0].citations == ["m-photos"]
+    assert out.trace.steps[0].cited_by_code == []
+
+
+# ---------------------------------------------------------------- the answerer's own call
+
+
+async def test_without_a_proposed_answer_the_model_writes_one_over_the_passages(redis, model, scripted_model):
+    scripted_model.set_script(honest())
+    run_id = await run_with(redis, PHOTOS, ACCEPT)
+    await Answerer(redis, model).answer(request(run_id))
+    out = await handed_on(redis, run_id)
+    (body,) = scripted_model.bodies
+    assert schema_title(body) == DRAFT
+    assert [p.ref for p in passages(body)] == ["P1", "P2"]
+    assert out.ending == "answer"
+    (s,) = out.draft.sentences
+    assert s.citations == ["m-photos"]  # the first passage is the oldest message
+    assert out.usage.model_calls == 2
+    assert out.trace.steps[0].model_usage.model_calls == 1
+
+
+async def test_passage_refs_in_the_reply_become_message_ids(redis, model, scripted_model):
+    def brain(body):
+        p2 = passages(body)[1]
+        return answer(sentence(quoting(p2), "P2"))
+
+    scripted_model.set_script(brain)
+    run_id = await run_with(redis, PHOTOS, ACCEPT)
+    await Answerer(redis, model, citation_source="model").answer(request(run_id))
+    out = await handed_on(redis, run_id)
+    assert out.draft.sentences[0].citations == ["m-accept"]
+    assert out.trace.steps[0].cited_by_model == ["m-accept"]
+
+
+async def test_an_empty_answer_is_insufficient_evidence(redis, model, scripted_model):
+    scripted_model.set_script(lambda body: answer())
+    run_id = await run_with(redis, PHOTOS, ACCEPT)
+    await Answerer(redis, model).answer(request(run_id))
+    out = await handed_on(redis, run_id)
+    assert out.ending == "insufficient_evidence" and out.draft is None
+    assert out.reason == "the model found that the mail does not answer this"
+
+
+async def test_no_evidence_is_insufficient_evidence_without_a_model_call(redis, model, scripted_model):
+    run_id = await run_with(redis)
+    await Answerer(redis, model).answer(request(run_id, focus=[]))
+    out = await handed_on(redis, run_id)
+    assert out.ending == "insufficient_evidence"
+    assert scripted_model.bodies == []
+
+
+async def test_a_reply_citing_an_unseen_passage_is_refused_and_ends_without_an_answer(redis, model, scripted_model):
+    scripted_model.set_script(lambda body: answer(sentence("Northwind accepts the Golf claim in full.", "P9")))
+    run_id = await run_with(redis, PHOTOS, ACCEPT)
+    await Answerer(redis, model).answer(request(run_id))
+    out = await handed_on(redis, run_id)
+    assert len(scripted_model.bodies) == 2  # the reply and its repair round
+    assert out.ending == "insufficient_evidence" and out.draft is None
+    assert out.reason.startswith("invalid model output")
+
+
+async def test_an_unavailable_model_degrades_with_the_questions_hits(redis, model, scripted_model):
+    scripted_model.set_script(lambda body: Reply(status=503, error="overloaded"))
+    run_id = await run_with(redis, PHOTOS, ACCEPT)
+    await Answerer(redis, model).answer(request(run_id))
+    out = await handed_on(redis, run_id)
+    assert out.ending == "degraded"
+    assert out.hits == [HIT]
+    assert out.reason.startswith("model unavailable")

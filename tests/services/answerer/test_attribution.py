@@ -1,0 +1,105 @@
+"""Citations by code: each sentence goes to the messages that state it, whatever the
+model pointed at."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+
+import pytest
+
+from services.answerer.attribution import MAX_SOURCES, attribute, figures, quotes
+from shared.messages import EvidenceAttachment, EvidenceMessage
+
+
+def msg(mid: str, body: str, *, subject: str = "Claim", attachments: list[EvidenceAttachment] | None = None) -> EvidenceMessage:
+    return EvidenceMessage(
+        message_id=mid, tenant_id="acme", thread_id="t1", mailbox="alice", sender="Someone <someone@example.com>",
+        date=datetime(2024, 3, 1, tzinfo=timezone.utc), subject=subject, body=body, attachments=attachments or [],
+    )
+
+
+PHOTOS = msg("photos", "Attached are three photos of the damage to the VW Golf, taken this morning.")
+ACCEPT = msg("accept", "Northwind accepts the claim and pays EUR 2,115.50 by 12 April.")
+LUNCH = msg("lunch", "Pizza on Friday for the whole team.")
+
+
+def test_the_message_that_states_the_sentence_wins_over_the_models_choice():
+    assert attribute("Northwind accepts the claim and pays EUR 2,115.50.", [PHOTOS, ACCEPT, LUNCH], preferred=["photos"]) == ["accept"]
+
+
+def test_a_shared_figure_outweighs_shared_words():
+    words = msg("words", "The insurer pays the claim soon.")
+    figure = msg("figure", "Transfer of 2115.50 booked.")
+    assert attribute("The insurer pays 2,115.50.", [words, figure])[0] == "figure"
+
+
+@pytest.mark.parametrize(
+    "text,expected",
+    [
+        ("EUR 2,115.50", {"2115.50"}),
+        ("EUR 2115.00", {"2115"}),
+        ("mail sabine.roth@northwind.example today", {"sabine.roth@northwind.example"}),
+        ("see https://example.com/x.", {"https://example.com/x"}),
+        ("claim CLM-2024-55817, plate M-AC 4821", {"clm-2024-55817", "4821"}),
+        ("no figures here", set()),
+    ],
+)
+def test_figures_meet_however_they_are_written(text, expected):
+    assert figures(text) == expected
+
+
+def test_the_models_choice_wins_a_tie():
+    a = msg("a", "The Golf claim was accepted.")
+    b = msg("b", "The Golf claim was accepted.")
+    assert attribute("The Golf claim was accepted.", [a, b], preferred=["b"]) == ["b"]
+    assert attribute("The Golf claim was accepted.", [a, b]) == ["a"]
+
+
+def test_a_sentence_nothing_supports_gets_no_sources():
+    assert attribute("The moon base budget is unknown.", [PHOTOS, LUNCH]) == []
+
+
+def test_a_second_source_is_added_for_what_the_first_leaves_uncovered():
+    sent = msg("sent", "We sent three photos on 13 March.")
+    assert attribute("We sent three photos on 13 March and Northwind pays EUR 2,115.50.", [sent, ACCEPT, LUNCH]) in (
+        ["accept", "sent"], ["sent", "accept"],
+    )
+
+
+def test_no_more_than_three_sources():
+    many = [msg(f"m{i}", f"Item {i} costs EUR {i}00.00 and code X{i}.") for i in range(1, 6)]
+    sentence = "Items cost EUR 100.00, EUR 200.00, EUR 300.00, EUR 400.00 and EUR 500.00."
+    assert len(attribute(sentence, many)) == MAX_SOURCES
+
+
+def test_a_quoted_copy_of_a_message_does_not_count_for_the_reply_that_quotes_it():
+    reply = msg("reply", "Thanks, noted.\n\nOn Wed, 3 Apr 2024, Sabine Roth wrote:\n> Northwind accepts the claim and pays EUR 2,115.50 by 12 April.")
+    assert attribute("Northwind accepts the claim and pays EUR 2,115.50.", [reply, ACCEPT], preferred=["reply"]) == ["accept"]
+
+
+def test_attachment_text_counts():
+    letter = msg("letter", "See attached.", attachments=[EvidenceAttachment(name="decision.pdf", text="Decision: ACCEPTED. Payout EUR 2,115.50.")])
+    assert attribute("The payout is EUR 2,115.50.", [PHOTOS, letter]) == ["letter"]
+
+
+def test_a_quoted_phrase_goes_to_the_message_that_holds_it_even_when_another_shares_as_many_words():
+    """Both messages share "claim", "registered" and "under"; only one holds the quote.
+    The verifier keeps a quote only when a cited message holds it."""
+    report = msg("report", "We report damage to a company car, insured under our fleet policy. Vehicle first registered 2021.",
+                 subject="Claim report")
+    registered = msg("registered", "Thank you for your report. Your claim has been registered under claim number CLM-1.")
+    sentence = 'The mail says "Your claim has been registered under".'
+    assert attribute(sentence, [report, registered], preferred=["report"]) == ["registered"]
+
+
+@pytest.mark.parametrize(
+    "text,expected",
+    [
+        ('It says "we accept  the Claim".', {"we accept the claim"}),
+        ("It says “we accept” and „wir zahlen“.", {"we accept", "wir zahlen"}),
+        ('A "x" is too short.', set()),
+        ("No quotes at all.", set()),
+    ],
+)
+def test_quotes_are_folded(text, expected):
+    assert quotes(text) == expected
