@@ -22,7 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field, create_model
 
 from shared.fencing import Fence
 from shared.messages import DraftSentence, EvidenceMessage
-from shared.tools import tool_prompt_text
+from shared.tools import one_of, tool_prompt_text
 
 PASSAGE_CHARS = 400
 BUDGET_CHARS = 2800  # ~800 tokens of mail, headers included
@@ -277,7 +277,7 @@ MAX_SENTENCES = 2  # one answer, or the two versions when the mail disagrees wit
 def sentence_model(refs: list[str]) -> type[BaseModel]:
     """One answer sentence and the passages it rests on; a passage the call did not
     show cannot be named, the schema's enum holds only ``refs``."""
-    Ref = Literal[tuple(refs)] if refs else str  # type: ignore[valid-type]
+    Ref = one_of(tuple(refs)) if refs else str
     return create_model(
         "AnswerSentence",
         __config__=ConfigDict(extra="forbid"),
@@ -287,6 +287,27 @@ def sentence_model(refs: list[str]) -> type[BaseModel]:
     )
 
 
+def answer_model(refs: list[str], title: str) -> type[BaseModel]:
+    """The reply of an answer call: up to two sentences citing the passages shown (an
+    enum of ``refs``); an empty list says the passages do not answer. ``title`` names
+    the calling stage in the schema."""
+    return create_model(
+        title,
+        __config__=ConfigDict(extra="forbid"),
+        answer=(list[sentence_model(refs)], Field(default_factory=list, max_length=MAX_SENTENCES)),  # type: ignore[misc]
+    )
+
+
+# A sentence that is only an angle-bracket placeholder ("<one statement>") is the reply
+# template echoed back, not an answer.
+_PLACEHOLDER = re.compile(r"^\W*<[^<>]*>\W*$")
+
+
 def proposed(passages: list[Passage], sentences: list[Any]) -> list[DraftSentence]:
-    """A reply's sentences with passage refs turned into the message ids they came from."""
-    return [DraftSentence(text=s.text.strip(), citations=message_ids(passages, list(s.passages))) for s in sentences]
+    """A reply's sentences with passage refs turned into the message ids they came from;
+    echoed template placeholders are dropped."""
+    return [
+        DraftSentence(text=s.text.strip(), citations=message_ids(passages, list(s.passages)))
+        for s in sentences
+        if not _PLACEHOLDER.match(s.text)
+    ]

@@ -226,11 +226,11 @@ def constrained_args(
         elif field_name == "mailboxes":
             if ids:
                 fields[field_name] = (
-                    list[_one_of(ids)] | None,  # type: ignore[misc]
+                    list[one_of(ids)] | None,  # type: ignore[misc]
                     Field(default=None, max_length=len(ids), description=info.description),
                 )
         elif ids:
-            fields[field_name] = (_one_of(ids), Field(default=info.default, description=info.description))
+            fields[field_name] = (one_of(ids), Field(default=info.default, description=info.description))
         else:
             return None
     return create_model(  # type: ignore[call-overload,no-any-return]
@@ -248,7 +248,7 @@ def _own_first(model: type[BaseModel]) -> list[tuple[str, FieldInfo]]:
     return [i for i in items if i[0] not in _FILTERS] + [i for i in items if i[0] in _FILTERS]
 
 
-def _one_of(values: tuple[str, ...]) -> Any:
+def one_of(values: tuple[str, ...]) -> Any:
     """A Literal of ``values`` whose JSON schema is a plain string enum (pydantic would
     write a single value as ``const``)."""
     return Annotated[Literal[values], WithJsonSchema({"type": "string", "enum": list(values)})]

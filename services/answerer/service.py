@@ -18,7 +18,6 @@ from redis.asyncio import Redis
 from services.answerer import metrics
 from services.answerer.attribution import attribute
 from services.answerer.prompts import answer_messages
-from services.answerer.schemas import answer_model
 from shared import passages as P
 from shared import streams
 from shared.bus import publish
@@ -57,7 +56,7 @@ class Answerer:
             shown = P.build(req.question, evidence)
             reply = await call_model(
                 self.model, "answer", answer_messages(req.question, shown, Fence.new()),
-                answer_model([p.ref for p in shown]), name="answer", deadline=req.deadline,
+                P.answer_model([p.ref for p in shown], "AnswerDraft"), name="answer", deadline=req.deadline,
             )
             step.model_usage = reply.usage()
             usage.model_calls += step.model_usage.model_calls
@@ -96,6 +95,8 @@ class Answerer:
             by_code = attribute(s.text, evidence, preferred=s.citations)
             step.cited_by_model += [m for m in s.citations if m not in step.cited_by_model]
             step.cited_by_code += [m for m in by_code if m not in step.cited_by_code]
-            chosen = by_code if self.citation_source == "code" and by_code else s.citations
+            # A sentence no evidence message shares anything with (a template echo, an
+            # invention) gets no citation by code, and the verifier removes it.
+            chosen = by_code if self.citation_source == "code" else s.citations
             sentences.append(DraftSentence(text=s.text, citations=chosen))
         return Draft(sentences=sentences)

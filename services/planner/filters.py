@@ -13,10 +13,12 @@ from typing import Any
 
 _WORD = re.compile(r"[a-z0-9]{3,}")
 _DATEISH = re.compile(
-    r"\b(19|20)\d\d\b|\b\d{1,2}[./-]\d{1,2}\b|\b(jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\b"
-    r"|\b(today|yesterday|week|month|year|quarter|since|until|before|after|recent|latest|last)\b",
+    r"\b(19|20)\d\d\b|\b\d{1,2}[./-]\d{1,2}\b|\b(jan(uary)?|feb(ruary)?|mar(ch)?|apr(il)?|may|june?|july?|aug(ust)?|sep(t(ember)?)?|oct(ober)?|nov(ember)?|dec(ember)?)\b"
+    r"|\b(today|yesterday|week|month|year|quarter|since|until|(mon|tues|wednes|thurs|fri|satur|sun)day)\b",
     re.I,
 )
+# Words of an address that say nothing about who sent it.
+_GENERIC = frozenset("email mail your you our the com net org info example www noreply reply user name address".split())
 _ATTACHMENT = re.compile(r"attach|pdf|file|document|csv|report|photo|scan", re.I)
 
 
@@ -33,7 +35,7 @@ def drop_unasked(question: str, arguments: dict[str, Any]) -> tuple[dict[str, An
 
     senders = out.get("senders") or []
     if senders:
-        kept = [s for s in senders if _words(str(s)) & q_words]
+        kept = [s for s in senders if (_words(str(s)) - _GENERIC) & q_words]
         if len(kept) != len(senders):
             dropped.append("senders")
         out["senders"] = kept or None

@@ -13,7 +13,7 @@ from typing import Any, Literal, Union
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
 from shared.messages import DraftSentence, Hit, RunRequested, Trace, Usage
-from shared.passages import MAX_SENTENCES, SEARCH_TOOLS, sentence_model
+from shared.passages import SEARCH_TOOLS
 from shared.tools import constrained_args
 
 
@@ -40,16 +40,6 @@ def call_models(*, message_ids: list[str], thread_ids: list[str], mailboxes: lis
             )
         )
     return models
-
-
-def attempt_model(refs: list[str]) -> type[BaseModel]:
-    """The reply of an answer attempt: sentences citing the passages shown, or an empty
-    list when they do not answer."""
-    return create_model(
-        "PlannerAnswer",
-        __config__=ConfigDict(extra="forbid"),
-        answer=(list[sentence_model(refs)], Field(default_factory=list, max_length=MAX_SENTENCES)),  # type: ignore[misc]
-    )
 
 
 def search_model(calls: list[type[BaseModel]]) -> type[BaseModel]:

@@ -26,7 +26,7 @@ from services.planner import metrics
 from services.planner.filters import drop_unasked, has_filters
 from services.planner.prompts import attempt_messages, search_messages, search_note
 from services.planner.repository import PlannerRepository
-from services.planner.schemas import RunState, attempt_model, call_models, search_model
+from services.planner.schemas import RunState, call_models, search_model
 from shared import passages as P
 from shared import streams
 from shared.evidence import read_evidence
@@ -99,7 +99,7 @@ class Planner:
             shown = P.build(run.question, evidence)
             reply = await call_model(
                 self.model, "decide", attempt_messages(run.question, shown, state.notes, Fence.new()),
-                attempt_model([p.ref for p in shown]), name="planner_answer", deadline=run.deadline,
+                P.answer_model([p.ref for p in shown], "PlannerAnswer"), name="planner_answer", deadline=run.deadline,
             )
             async with self.repo.locked(run_id):
                 state = await self.repo.load(run_id)

@@ -184,14 +184,7 @@ def test_a_model_that_always_cites_unseen_passages_never_answers(api, stack_mode
         {"text": "<one statement>", "passages": ["P1"]},
         {"text": "<one short sentence answering the question>", "passages": ["<passage>"]},
         {"text": "<one short sentence answering the question>", "passages": ["P1"]},
-        pytest.param(
-            {"text": "<text of the sentence that answers>", "passages": ["P1"]},
-            marks=pytest.mark.xfail(
-                strict=True,
-                reason="known gap: code attribution finds no source, so the model's P1 is kept, and the "
-                "verifier does not judge a sentence with fewer than 3 content words",
-            ),
-        ),
+        {"text": "<text of the sentence that answers>", "passages": ["P1"]},
     ],
     ids=["both", "text", "passages", "well_formed", "well_formed_few_words"],
 )

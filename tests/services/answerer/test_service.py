@@ -104,12 +104,12 @@ async def test_with_citation_source_model_the_models_citations_are_kept(redis, m
     assert out.trace.steps[0].cited_by_code == ["m-accept"]  # still recorded, for evaluation
 
 
-async def test_a_sentence_code_cannot_attribute_keeps_the_models_citations(redis, model):
+async def test_a_sentence_no_evidence_supports_goes_to_the_verifier_uncited(redis, model):
     run_id = await run_with(redis, PHOTOS, ACCEPT)
     proposed = [DraftSentence(text="Zzyzx qwerty plugh xyzzy.", citations=["m-photos"])]
     await Answerer(redis, model).answer(request(run_id, proposed))
     out = await handed_on(redis, run_id)
-    assert out.draft.sentences[0].citations == ["m-photos"]
+    assert out.draft.sentences[0].citations == []  # the verifier removes it: no_citation
     assert out.trace.steps[0].cited_by_code == []
 
 

@@ -84,11 +84,6 @@ def test_has_filters(arguments, expected):
     assert has_filters(arguments) is expected
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="known gap: a placeholder sender survives when the question says 'email' or 'your' "
-    "(the sender's words are matched without leaving out generic ones)",
-)
 def test_a_placeholder_sender_does_not_survive_a_question_that_says_email():
     arguments, names = drop_unasked("What did the insurer say in their email about the Golf claim?", {
         "query": "Golf claim", "senders": ["your_email@example.com"],
@@ -96,11 +91,6 @@ def test_a_placeholder_sender_does_not_survive_a_question_that_says_email():
     assert names == ["senders"]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="known gap: 'after' (and 'last', 'before') as a conjunction counts as a date word, "
-    "so invented dates survive the demo's own first question",
-)
 def test_invented_dates_do_not_survive_after_as_a_conjunction():
     arguments, names = drop_unasked("Did the insurer accept the Golf claim after we sent the photos?", {
         "query": "Golf claim", "date_from": "2023-04-01", "date_to": "2023-04-30",
