@@ -2,10 +2,12 @@
 
 A small model writes the right sentence and points at the wrong passages (those that
 mention the photos, not the one that accepts the claim). So the answerer attributes each
-sentence itself: it picks the message sharing most of the sentence's quoted phrases,
-figures and content words, then, while something the sentence states is still
-uncovered, the message that covers most of the rest (at most two, and only for a figure). A phrase quoted
-word for word outweighs everything else: the verifier keeps a quote only when a cited
+sentence itself: it picks the one message sharing most of the sentence's quoted phrases,
+figures and content words. One: a sentence stitched from two messages (an amount from
+one invoice, a purpose from another's budget) would pass a check against both, while
+against its best single source the stray figure is found missing. A sentence that truly
+needs two messages (two versions of a date) is written as two sentences (the prompt
+says so). A phrase quoted word for word outweighs everything else: the verifier keeps a quote only when a cited
 message holds it, and a message sharing as many words may not. The verifier then checks
 the sentence against exactly these sources, as it would check the model's own choice.
 """
@@ -20,7 +22,7 @@ from dataclasses import dataclass
 from shared.messages import EvidenceMessage
 from shared.passages import own_text, stems
 
-MAX_SOURCES = 2
+MAX_SOURCES = 1  # see the module docstring
 FIGURE_WEIGHT = 3  # a shared amount or code says more than a shared word
 QUOTE_WEIGHT = 10  # a phrase quoted word for word points at the message that holds it
 

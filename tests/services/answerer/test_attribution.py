@@ -59,14 +59,13 @@ def test_a_sentence_nothing_supports_gets_no_sources():
     assert attribute("The moon base budget is unknown.", [PHOTOS, LUNCH]) == []
 
 
-def test_a_second_source_is_added_for_what_the_first_leaves_uncovered():
+def test_a_stitched_sentence_rests_on_its_best_single_source():
     sent = msg("sent", "We sent three photos on 13 March.")
-    assert attribute("We sent three photos on 13 March and Northwind pays EUR 2,115.50.", [sent, ACCEPT, LUNCH]) in (
-        ["accept", "sent"], ["sent", "accept"],
-    )
+    sources = attribute("We sent three photos on 13 March and Northwind pays EUR 2,115.50.", [sent, ACCEPT, LUNCH])
+    assert len(sources) == 1  # against it the other message's figures are missing
 
 
-def test_no_more_than_three_sources():
+def test_no_more_than_max_sources():
     many = [msg(f"m{i}", f"Item {i} costs EUR {i}00.00 and code X{i}.") for i in range(1, 6)]
     sentence = "Items cost EUR 100.00, EUR 200.00, EUR 300.00, EUR 400.00 and EUR 500.00."
     assert len(attribute(sentence, many)) == MAX_SOURCES
