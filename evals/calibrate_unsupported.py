@@ -21,7 +21,8 @@ import redis
 
 from cli.evaluation.questions import load_questions
 from cli.evaluation.scoring import contains
-from services.verifier.support import MIN_CONTENT_WORDS, unsupported_words
+from services.verifier.service import MIN_CONTENT_WORDS
+from services.verifier.support import unsupported_words
 from shared import streams
 from shared.bus import decode
 from shared.messages import EvidenceMessage, VerificationRequested

@@ -20,7 +20,7 @@ Outcome = Literal["answered", "insufficient_evidence", "budget_exhausted", "degr
 Ending = Literal["answer", "insufficient_evidence", "budget_exhausted", "degraded"]
 RemovalReason = Literal[
     "no_citation", "unknown_citation", "quote_not_found", "empty_sentence", "malformed",
-    "figure_not_found", "unsupported_claim",
+    "figure_not_found", "unsupported_claim", "off_question",
 ]
 
 

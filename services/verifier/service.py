@@ -20,7 +20,10 @@ A sentence (after this service's own split) is kept only when
    it cites, once it has at least ``MIN_CONTENT_WORDS`` of them (else
    ``unsupported_claim``, offending: up to five missing words; see :mod:`.support`).
    A real quote cannot carry an invented claim past this. The question's words are no
-   free pass: the question may come from an attacker too.
+   free pass: the question may come from an attacker too;
+8. when the question names a code (an invoice, claim or order number), at least one
+   cited message names it too (else ``off_question``, offending: the code): a true
+   sentence about another invoice does not answer this one.
 
 For 6 and 7 a message is its body, attachments, subject and sender, and for figures
 also its date ("Anna wrote on 29 November ...").
@@ -71,9 +74,11 @@ _STOPWORDS = frozenset(
 )
 SNIPPET_CHARS = 200
 # Share of a sentence's content words that may be missing from its cited messages before
-# it is removed as an unsupported claim (strictly more is removed). A starting value, to
-# be calibrated on an evaluation set through ``verify(..., unsupported_threshold=...)``.
-UNSUPPORTED_THRESHOLD = 0.5
+# it is removed as an unsupported claim (strictly more is removed). Calibrated on the
+# labelled set with evals/calibrate_unsupported.py: on the first 25-question run, 0.5
+# removed 2 of 20 sentences answering questions that must not be answered, 0.3 removed 5
+# at the same cost (2 of 37 right sentences); 0.2 began removing right ones.
+UNSUPPORTED_THRESHOLD = 0.3
 # Sentences with fewer content words are not judged by that check.
 MIN_CONTENT_WORDS = 3
 MAX_OFFENDING_WORDS = 5
@@ -118,6 +123,7 @@ def _check(
     malformed: list[str],
     sources: Sources,
     unsupported_threshold: float = UNSUPPORTED_THRESHOLD,
+    question_codes: tuple[str, ...] = (),
 ) -> AnswerSentence | RemovedSentence:
     clean, inline = strip_markers(raw)
 
@@ -137,6 +143,9 @@ def _check(
     for message_id in cited:
         if message_id not in sources:
             return removed("unknown_citation", message_id)
+    for code in question_codes:
+        if not any(sources[message_id].mentions(code) for message_id in cited):
+            return removed("off_question", code)
 
     # Every quote must be found in at least one cited message; each citation gets the
     # first of the sentence's quotes that its own message holds.
@@ -198,21 +207,24 @@ def verify(
     evidence: Mapping[str, EvidenceMessage],
     *,
     unsupported_threshold: float = UNSUPPORTED_THRESHOLD,
+    question: str = "",
 ) -> Verdict:
     """Split ``draft`` and keep only the sentences that pass every rule (module docstring).
 
     ``evidence`` is the run's evidence as the searcher stored it, keyed by message ID.
     ``unsupported_threshold`` is the share of missing content words above which a
-    sentence is an unsupported claim.
+    sentence is an unsupported claim. ``question`` supplies the codes a sentence's
+    sources must name (``off_question``).
     """
     sources = Sources(evidence)
+    codes = question_codes(question)
     verdict = Verdict()
     for text, inherited, malformed, structured in _units(draft):
         sentences = split_sentences(text)
         if not sentences and structured:
             verdict.removed.append(RemovedSentence(text=text, reason="empty_sentence"))
         for sentence in sentences:
-            outcome = _check(sentence.text, inherited, malformed, sources, unsupported_threshold)
+            outcome = _check(sentence.text, inherited, malformed, sources, unsupported_threshold, codes)
             if isinstance(outcome, AnswerSentence):
                 verdict.kept.append(outcome)
             else:
@@ -284,12 +296,25 @@ def _searched(trace: Trace) -> list[ToolCall]:
     return calls
 
 
+# An invoice, claim or order code: letters, then hyphen-joined groups ending in digits
+# (INV-2024-0173, CLM-2024-55817, FP-3391).
+_CODE = re.compile(r"\b[A-Za-z]{2,}(?:-[A-Za-z0-9]+)*-\d{2,}\b")
+
+
+def question_codes(question: str) -> tuple[str, ...]:
+    """The codes a question names. A sentence none of whose sources holds one of them
+    answers about something else (another invoice, another tenant's claim), however true
+    it is of its own source. The question only ever removes sentences this way, so an
+    attacker who writes it gains nothing."""
+    return tuple(dict.fromkeys(m.group().upper() for m in _CODE.finditer(question)))
+
+
 def _safe_verify(
-    draft: Draft, evidence: Mapping[str, EvidenceMessage], unsupported_threshold: float
+    draft: Draft, evidence: Mapping[str, EvidenceMessage], unsupported_threshold: float, question: str
 ) -> Verdict:
     """verify(), but a bug in it ends the run without an answer instead of wedging it."""
     try:
-        return verify(draft, evidence, unsupported_threshold=unsupported_threshold)
+        return verify(draft, evidence, unsupported_threshold=unsupported_threshold, question=question)
     except Exception:  # noqa: BLE001 - the run must still finish, unanswered
         log.exception("verification failed; treating the whole draft as malformed")
         text = draft.text or " ".join(s.text for s in draft.sentences or [])
@@ -314,7 +339,7 @@ def decide_with_verdict(
 
     if request.ending == "answer":
         if request.draft is not None:
-            verdict = _safe_verify(request.draft, evidence, unsupported_threshold)
+            verdict = _safe_verify(request.draft, evidence, unsupported_threshold, request.question)
         answer = verdict.answer()
         trace.removed_sentences.extend(verdict.removed)
         if answer is not None:

@@ -151,6 +151,11 @@ class Source:
             )
         return known
 
+    def mentions(self, code: str) -> bool:
+        """Whether a part or the subject names ``code`` (case-insensitively, as a word)."""
+        needle = code.casefold()
+        return any(_has_whole_word(part.original.casefold(), needle) for part in self.parts)
+
     def _holds(self, needle: str, test: Callable[[str, str], bool]) -> bool:
         # Lazily: a part is only normalised when the parts before it lack the word.
         for part in self.parts:

@@ -45,7 +45,7 @@ STOPWORDS = frozenset(
 GENERIC = frozenset(
     """email mail message said say says according confirmed yes no sent received
     wrote write written asked told mentioned mention states stated regarding about reply
-    replied""".split()
+    replied subject day""".split()
 )
 
 # Words that only say what kind of figure a number is: an amount's currency and a
@@ -58,13 +58,21 @@ FIGURE_WORDS = frozenset(
 
 _MIN_STEM = 3
 
+# Irregular past forms that paraphrase meets most ("we paid" / "the payment").
+_IRREGULAR = {
+    "paid": "pay", "made": "make", "bought": "buy", "sold": "sell", "gave": "give", "given": "give",
+    "got": "get", "took": "take", "taken": "take", "came": "come", "found": "find", "kept": "keep",
+    "left": "leave", "met": "meet", "held": "hold", "brought": "bring", "spent": "spend",
+    "built": "build", "sent": "send", "won": "win", "lost": "lose", "chose": "choose", "chosen": "choose",
+}
+
 
 def stem(word: str) -> str:
     """A light English stem: one inflection (-s, -es, -ies, -ed, -ied, -ing), then one
     derivational suffix (-ation, -ion, -ment, -ness, -ance, -ence, -able, -er, -ly),
     then a final -e and a doubled final consonant. Symmetric use matters more than linguistics.
     """
-    w = word
+    w = _IRREGULAR.get(word, word)
     if len(w) <= _MIN_STEM:
         return w
     for suffix, repl in (
@@ -78,14 +86,21 @@ def stem(word: str) -> str:
             w = w[:-2]
         elif w.endswith("s") and not w.endswith(("ss", "us", "is")) and len(w) > _MIN_STEM:
             w = w[:-1]
+    # The doubled consonant goes before and after the derivational suffix, so that
+    # "transferred" (transferr) and "transfer" meet, and "runner" and "running" do.
+    w = _undouble(w)
     for suffix in ("ation", "ion", "ment", "ness", "ance", "ence", "able", "ible", "er", "ly"):
         if w.endswith(suffix) and len(w) - len(suffix) >= _MIN_STEM:
             w = w[: -len(suffix)]
             break
     if w.endswith("e") and len(w) > _MIN_STEM:
         w = w[:-1]
+    return _undouble(w)
+
+
+def _undouble(w: str) -> str:
     if len(w) > _MIN_STEM and w[-1] == w[-2] and w[-1] not in "aeiouls":
-        w = w[:-1]
+        return w[:-1]
     return w
 
 

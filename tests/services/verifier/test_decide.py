@@ -18,6 +18,7 @@ from tests.services.verifier.factory import (
     FOREIGN,
     M1,
     M2,
+    M5,
     NEVER,
     TENANT,
     evidence,
@@ -150,3 +151,18 @@ def test_a_bug_in_verification_still_finishes_the_run(monkeypatch) -> None:
     result = decide(request(text=f"The claim was accepted [{M1}]."), evidence())
     assert result.outcome == "insufficient_evidence"
     assert result.trace.removed_sentences[0].reason == "malformed"
+
+
+def test_a_sentence_about_another_code_than_the_question_names_is_removed() -> None:
+    # True of its source (M5 settles CLM-2024-55817), but the question asks about another claim.
+    req = request(text=f"The claim is settled and EUR 2,115.50 will be transferred [{M5}].")
+    req.question = "Was claim CLM-2024-99999 settled?"
+    result = decide(req, evidence())
+    assert result.outcome == "insufficient_evidence"
+    assert [(r.reason, r.offending) for r in result.trace.removed_sentences] == [("off_question", "CLM-2024-99999")]
+
+
+def test_a_sentence_whose_source_names_the_questions_code_is_kept() -> None:
+    req = request(text=f"The claim is settled and EUR 2,115.50 will be transferred [{M5}].")
+    req.question = "Was claim clm-2024-55817 settled?"
+    assert decide(req, evidence()).outcome == "answered"

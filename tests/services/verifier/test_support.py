@@ -75,7 +75,6 @@ def test_threshold_is_a_parameter() -> None:
     draft = Draft(text=f"The insurer suspects fraud and refuses any payment [{M1}].")
     assert not verify(draft, evidence()).kept
     assert verify(draft, evidence(), unsupported_threshold=1.0).kept
-    assert UNSUPPORTED_THRESHOLD == 0.5
     req = request(text=draft.text)
     assert decide(req, evidence()).outcome == "insufficient_evidence"
     assert decide(req, evidence(), unsupported_threshold=1.0).outcome == "answered"
