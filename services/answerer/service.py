@@ -72,9 +72,9 @@ class Answerer:
                 ending, reason = "budget_exhausted", "the time budget ran out"
             else:
                 ending, reason = "degraded", reply.error
-        draft = self._cite(written, evidence, step) if ending == "answer" else None
+        draft = self._cite(req.question, written, evidence, step) if ending == "answer" else None
         step.duration_ms = (time.monotonic() - started) * 1000
-        step.note = reason
+        step.note = reason or step.note
         trace.steps.append(step)
         usage.seconds = round(usage.seconds + (time.monotonic() - started), 3)
         metrics.DRAFTS.labels(ending).inc()
@@ -88,10 +88,19 @@ class Answerer:
             ),
         )
 
-    def _cite(self, written: list[DraftSentence], evidence: list[EvidenceMessage], step: StepTrace) -> Draft:
-        """The draft with each sentence's citations, both choices recorded in ``step``."""
+    def _cite(self, question: str, written: list[DraftSentence], evidence: list[EvidenceMessage], step: StepTrace) -> Draft:
+        """The draft with each sentence's citations, both choices recorded in ``step``.
+
+        The first sentence is the answer. A later one must share a word with the
+        question: the small model pads its answer with whatever another passage says
+        ("Bob will send it this week"), which is true of its source and answers nothing.
+        """
+        wanted = P.stems(question)
+        kept = written[:1] + [s for s in written[1:] if P.stems(s.text) & wanted]
+        if len(kept) < len(written):
+            step.note = f"dropped {len(written) - len(kept)} sentence(s) that do not address the question"
         sentences = []
-        for s in written:
+        for s in kept:
             by_code = attribute(s.text, evidence, preferred=s.citations)
             step.cited_by_model += [m for m in s.citations if m not in step.cited_by_model]
             step.cited_by_code += [m for m in by_code if m not in step.cited_by_code]

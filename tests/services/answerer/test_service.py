@@ -179,3 +179,15 @@ async def test_an_unavailable_model_degrades_with_the_questions_hits(redis, mode
     assert out.ending == "degraded"
     assert out.hits == [HIT]
     assert out.reason.startswith("model unavailable")
+
+
+async def test_a_second_sentence_that_does_not_address_the_question_is_dropped(redis, model):
+    run_id = await run_with(redis, PHOTOS, ACCEPT)
+    proposed = [
+        DraftSentence(text="Northwind accepts the Golf claim and pays EUR 2,115.50.", citations=["m-accept"]),
+        DraftSentence(text="Attached are three photos taken this morning in our yard.", citations=["m-photos"]),
+    ]
+    await Answerer(redis, model).answer(request(run_id, proposed))
+    out = await handed_on(redis, run_id)
+    assert [s.text for s in out.draft.sentences] == [proposed[0].text]
+    assert "dropped 1 sentence" in out.trace.steps[-1].note
