@@ -97,6 +97,14 @@ class Planner:
             run = state.run
             evidence = await read_evidence(self.repo.redis, run_id, state.focus)
             shown = P.build(run.question, evidence)
+            if not shown:
+                # Nothing in scope matches: no model call can answer from nothing.
+                async with self.repo.locked(run_id):
+                    state = await self.repo.load(run_id)
+                    if state.decision == "judging":
+                        state.decision, state.reason = "give_up", "nothing in the caller's mail matches the question"
+                    await self.repo.save(state)
+                continue
             reply = await call_model(
                 self.model, "decide", attempt_messages(run.question, shown, state.notes, Fence.new()),
                 P.answer_model([p.ref for p in shown], "PlannerAnswer"), name="planner_answer", deadline=run.deadline,

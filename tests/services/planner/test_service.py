@@ -325,3 +325,12 @@ async def test_a_search_emptied_only_by_its_filters_gives_its_step_back_once(pla
     # The step was given back: a second search round is offered before the last attempt.
     assert [schema_title(b) for b in scripted_model.bodies] == [ATTEMPT, SEARCH, ATTEMPT, SEARCH]
     assert "the step was given back" in user_text(of_kind(scripted_model.bodies, ATTEMPT)[-1])
+
+
+async def test_a_first_search_that_finds_nothing_ends_the_run_without_a_model_call(planner, redis, scripted_model):
+    req = await start(planner)
+    await found(planner, req, 0)
+    out = await ended(redis, req)
+    assert out.ending == "insufficient_evidence"
+    assert out.reason == "nothing in the caller's mail matches the question"
+    assert scripted_model.bodies == []
