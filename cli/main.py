@@ -301,7 +301,7 @@ def up(
                 "-H 'Content-Type: application/json' -d '{\"query\": \"Who is handling the Golf claim?\", \"mode\": \"agentic\"}'",
             ):
                 out.print("  " + line, highlight=False, soft_wrap=True, markup=False)
-            out.print("The embedded model takes about a minute a question on two CPU cores.")
+            out.print("The embedded model takes 15-25 s a question on two CPU cores (one model call for most).")
         out.print("\nCtrl-C stops everything.")
         while all(p.poll() is None for p in stack.procs.values()):
             time.sleep(1)
