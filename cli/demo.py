@@ -21,8 +21,8 @@ DEMO_KEYS = {
 # The embedded model reads about 90 prompt tokens a second on two CPU cores, so one call
 # with the passages in view takes 12-25 s. Most questions take one call; one that needs a
 # search round takes three (attempt, search request, attempt). So the demo tenants get
-# two steps and more time than the 8 s default (which suits a hosted model); the figures
-# behind these numbers are in the closing note of the evaluation issue.
+# two steps and more time than the 8 s default (which suits a hosted model). Measured
+# with `pmsearch eval` on the full set: see docs/evaluation.md.
 DEMO_BUDGETS = {"search.agentic_max_steps": 2, "search.agentic_max_seconds": 90}
 
 
