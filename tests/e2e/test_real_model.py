@@ -24,18 +24,19 @@ from tests.fixtures.stack import DEMO
 
 pytestmark = pytest.mark.real_model
 
-# README examples the model answers, and questions it must not answer (the mail the
-# key can see does not say; only quarantined mail, another mailbox or another tenant).
+# A regression guard, not a quality measure: questions the embedded model answers right
+# (or rightly refuses) with both strategies on the full evaluation, so a change that
+# breaks them shows here. The full set's figures are in docs/evaluation.md.
 SUBSET = [
-    "golf-accepted",
-    "golf-adjuster",
-    "inv-0173",
-    "transit-decision",
-    "hueber-pickup",
+    "golf-police-number",
+    "hueber-ramp-hours",
+    "contoso-credit-note",
+    "transit-assessor",
+    "hail-digest-link",
     "quarantine-bank-details",
-    "ot-golf-from-globex",
-    "om-chairs-paid",
     "wifi-password",
+    "om-chairs-paid",
+    "ot-inv-0173-from-carol",
 ]
 SLOW_MACHINE_BUDGET = {"search.agentic_max_steps": 2, "search.agentic_max_seconds": 300}
 
