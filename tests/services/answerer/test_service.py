@@ -9,7 +9,6 @@ import uuid
 from datetime import datetime, timezone
 
 import pytest
-import redis.asyncio as aioredis
 
 from services.answerer.service import Answerer
 from shared import streams
@@ -33,13 +32,6 @@ def msg(mid: str, body: str, day: int) -> EvidenceMessage:
 PHOTOS = msg("m-photos", "Attached are three photos of the damage to the VW Golf, taken this morning in our yard.", 13)
 ACCEPT = msg("m-accept", "Northwind accepts the Golf claim and pays EUR 2,115.50 after the deductible.", 28)
 HIT = Hit(message_id="m-photos", thread_id="t-golf", mailbox="alice", sender="s", date=None, subject="x", snippet="y", score=1.0)
-
-
-@pytest.fixture
-async def redis(redis_url):
-    client = aioredis.from_url(redis_url)
-    yield client
-    await client.aclose()
 
 
 @pytest.fixture

@@ -8,7 +8,6 @@ import uuid
 from datetime import datetime, timezone
 
 import pytest
-import redis.asyncio as aioredis
 
 from services.planner.repository import PlannerRepository
 from services.planner.service import Planner
@@ -64,13 +63,6 @@ SKODA = msg("m-skoda", "The Skoda Octavia claim from 2023 is closed.", 2, thread
 def hit(m: EvidenceMessage) -> Hit:
     return Hit(message_id=m.message_id, thread_id=m.thread_id, mailbox=m.mailbox, sender=m.sender, date=m.date,
                subject=m.subject, snippet=m.body[:40], score=1.0)
-
-
-@pytest.fixture
-async def redis(redis_url):
-    client = aioredis.from_url(redis_url)
-    yield client
-    await client.aclose()
 
 
 @pytest.fixture
