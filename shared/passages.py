@@ -142,12 +142,13 @@ def _priority(evidence: list[EvidenceMessage], threads: dict[str, list[EvidenceM
     message right after the thread's first appearance (it says how a matter ended, and
     a long thread would otherwise push it out)."""
     out: dict[str, EvidenceMessage] = {}
+    seen: set[str] = set()
     for m in evidence:
-        if m.thread_id not in {x.thread_id for x in out.values()}:
-            out.setdefault(m.message_id, m)
+        out.setdefault(m.message_id, m)
+        if m.thread_id not in seen:
+            seen.add(m.thread_id)
             latest = threads[m.thread_id][-1]
             out.setdefault(latest.message_id, latest)
-        out.setdefault(m.message_id, m)
     return list(out.values())
 
 

@@ -63,12 +63,3 @@ def verify_scope(token: str | None, key: str, *, now: float | None = None) -> Sc
         raise ScopeError("scope token expired")
     return scope
 
-
-def peek_scope(token: str) -> Scope | None:
-    """The scope a token claims, unverified. Only for shaping what a model may ask for
-    (an enum of mailboxes); every access decision goes through :func:`verify_scope`."""
-    body, _, _ = token.partition(".")
-    try:
-        return Scope.model_validate_json(_unb64(body))
-    except (ValidationError, ValueError):
-        return None

@@ -71,35 +71,23 @@ def _source(m: EvidenceMessage) -> _Source:
 
 
 def attribute(sentence: str, evidence: Sequence[EvidenceMessage], preferred: Sequence[str] = ()) -> list[str]:
-    """Message ids that together support ``sentence`` best, strongest first; empty when
-    no message shares anything with it. ``preferred`` (the model's choice) wins ties."""
+    """The message that supports ``sentence`` best, as a list (empty when no message
+    shares anything with it). ``preferred`` (the model's choice) wins ties."""
     want_quotes = quotes(sentence)
     want_figures = figures(sentence)
     want_stems = stems(sentence)
-    sources = [_source(m) for m in evidence]
     rank = {mid: i for i, mid in enumerate(preferred)}
-    chosen: list[str] = []
-    while len(chosen) < MAX_SOURCES and (want_quotes or want_figures or want_stems):
 
-        def gain(s: _Source) -> tuple[int, int]:
-            covered = (
-                QUOTE_WEIGHT * len(s.holds(want_quotes))
-                + FIGURE_WEIGHT * len(want_figures & s.figures)
-                + len(want_stems & s.stems)
-            )
-            return (covered, -rank.get(s.message_id, len(rank)))
+    def gain(s: _Source) -> tuple[int, int]:
+        covered = (
+            QUOTE_WEIGHT * len(s.holds(want_quotes))
+            + FIGURE_WEIGHT * len(want_figures & s.figures)
+            + len(want_stems & s.stems)
+        )
+        return (covered, -rank.get(s.message_id, len(rank)))
 
-        candidates = [s for s in sources if s.message_id not in chosen]
-        if not candidates:
-            break
-        best = max(candidates, key=gain)
-        covered = gain(best)[0]
-        # The first source needs some support; a second one must add a figure: a
-        # sentence stitched from several messages' words is not made true by citing all.
-        if covered == 0 or (chosen and not want_figures & best.figures):
-            break
-        chosen.append(best.message_id)
-        want_quotes -= best.holds(want_quotes)
-        want_figures -= best.figures
-        want_stems -= best.stems
-    return chosen
+    scored = [(gain(s), s.message_id) for s in map(_source, evidence)]
+    if not scored:
+        return []
+    (covered, _), best = max(scored, key=lambda t: t[0])
+    return [best][:MAX_SOURCES] if covered else []

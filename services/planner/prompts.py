@@ -34,15 +34,11 @@ def search_messages(
     ]
 
 
-def search_note(outcome: ToolOutcome, new: int, dropped: list[str]) -> str:
-    """What one call found, for the next decision: the call, how many messages, and why
-    it may have found nothing. Never mail text (that comes as passages)."""
+def search_note(outcome: ToolOutcome, new: int) -> str:
+    """What one call found, for the next decision: the call and how many messages.
+    Never mail text (that comes as passages)."""
     args = {k: v for k, v in outcome.arguments.items() if v not in (None, [], "")}
     head = f"{outcome.tool} {json.dumps(args, ensure_ascii=False)[:200]}"
     if not outcome.ok:
         return f"{head}: refused ({outcome.error_code or 'error'})"
-    found = len(outcome.message_ids)
-    note = f"{head}: {found} message(s), {new} new"
-    if dropped:
-        note += f"; filters the question never mentioned were dropped ({', '.join(dropped)})"
-    return note
+    return f"{head}: {len(outcome.message_ids)} message(s), {new} new"

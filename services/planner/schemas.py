@@ -18,12 +18,13 @@ from shared.tools import constrained_args
 
 
 
-def call_models(*, message_ids: list[str], thread_ids: list[str], mailboxes: list[str]) -> list[type[BaseModel]]:
+def call_models(*, message_ids: list[str], thread_ids: list[str]) -> list[type[BaseModel]]:
     """One reply model per tool the planner may call now, each with its arguments
     constrained to this run."""
     models: list[type[BaseModel]] = []
     for name, offered in SEARCH_TOOLS.items():
-        full = constrained_args(name, message_ids=message_ids, thread_ids=thread_ids, mailboxes=mailboxes)
+        # No mailboxes argument is offered (SEARCH_TOOLS), so none is constrained.
+        full = constrained_args(name, message_ids=message_ids, thread_ids=thread_ids, mailboxes=[])
         if full is None:
             continue
         args = create_model(

@@ -45,7 +45,6 @@ from shared.messages import (
     VerificationRequested,
     WidenAttempt,
 )
-from shared.scope import peek_scope
 
 MAX_CALLS_PER_STEP = 3
 FIRST_SEARCH_LIMIT = 8
@@ -117,12 +116,7 @@ class Planner:
                 await self.repo.save(state)
             if not search_due:
                 continue
-            scope = peek_scope(run.scope_token)
-            calls = call_models(
-                message_ids=[m.message_id for m in evidence],
-                thread_ids=list(P.thread_ids(shown)),
-                mailboxes=list(scope.mailboxes) if scope else [],
-            )
+            calls = call_models(message_ids=[m.message_id for m in evidence], thread_ids=list(P.thread_ids(shown)))
             rounds_left = run.max_steps - state.steps_used
             reply = await call_model(
                 self.model, "search", search_messages(run.question, shown, state.notes, Fence.new(), rounds_left),
@@ -258,7 +252,7 @@ class Planner:
             fresh = [m for m in o.message_ids if m not in state.focus and m not in new_ids]
             new_ids += fresh
             if batch.step > 0:
-                state.notes.append(search_note(o, len(fresh), []))
+                state.notes.append(search_note(o, len(fresh)))
             emptied_by_filters &= o.ok and not o.message_ids and has_filters(o.arguments)
             if batch.step == 0 and o.ok and o.output is not None and o.output.kind == "hits":
                 state.hits = list(o.output.hits)
