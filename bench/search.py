@@ -212,10 +212,14 @@ def _open(adapter: Literal["edge", "local"], folder: Path, dim: int) -> MailInde
 
         # Upsert and indexing are timed apart here; the service lets upserts optimise.
         return EdgeIndex(folder / "edge", dim, optimize_after=0)
+    import secrets
+
     from services.searcher.index import open_index
     from shared.settings import SearcherSettings
 
-    return open_index(SearcherSettings(qdrant_url=":memory:", collection="bench"), dim)
+    # An index needs no scope key, but the searcher's settings refuse to exist without one.
+    settings = SearcherSettings(qdrant_url=":memory:", collection="bench", scope_key=secrets.token_urlsafe(32))
+    return open_index(settings, dim)
 
 
 def measure_searcher(

@@ -8,47 +8,66 @@ import httpx
 from httpx_sse import connect_sse
 from rich.console import Console
 
+from cli.untrusted import line
+from shared.messages import REASONS
+
 
 def render_event(console: Console, event: str, data: dict) -> None:
     if event == "step":
         calls = data.get("calls") or []
         what = ", ".join(f"{c['tool']}({json.dumps(c['arguments'], ensure_ascii=False)[:80]})" for c in calls)
         action = data.get("action")
-        line = f"step {data.get('step')} {data.get('kind', '')}"
+        text = f"step {data.get('step')} {data.get('kind', '')}"
         if what:
-            line += f": {what}"
+            text += f": {what}"
         elif action:
-            line += f": {action}" + (f" ({data['reason']})" if data.get("reason") else "")
-        console.print(f"[cyan]{line}[/cyan]", highlight=False, markup=True)
+            text += f": {action}" + (f" ({data['reason']})" if data.get("reason") else "")
+        console.print(line((text, "cyan")), highlight=False)
     elif event == "evidence":
         m = data.get("message", {})
-        console.print(f"  [dim]evidence[/dim] {m.get('date', '')[:10]} {m.get('sender', '')}: {m.get('subject', '')} [dim]{m.get('message_id')}[/dim]", highlight=False)
+        console.print(
+            line("  ", ("evidence", "dim"), f" {str(m.get('date') or '')[:10]} {m.get('sender', '')}: {m.get('subject', '')} ",
+                 (str(m.get("message_id")), "dim")),
+            highlight=False,
+        )
     elif event == "done":
         render_result(console, data)
 
 
 def render_result(console: Console, result: dict) -> None:
-    outcome = result.get("outcome")
+    # Every string here may come from mail or a model: printed as Text, never as markup.
+    outcome = str(result.get("outcome"))
     colour = {"answered": "green", "insufficient_evidence": "yellow", "budget_exhausted": "yellow", "degraded": "red"}.get(outcome, "white")
-    console.print(f"\n[bold {colour}]{outcome}[/bold {colour}]" + (f"  ({result['reason']})" if result.get("reason") else ""))
+    # The reason is a fixed code, printed as its fixed text; what a stage or the model
+    # said is shown only labelled as the model's, never beside the verdict.
+    reason = REASONS.get(str(result.get("reason") or ""), "")
+    console.print(line("\n", (outcome, f"bold {colour}"), f"  ({reason})" if reason else ""), highlight=False)
+    if result.get("model_note"):
+        console.print(line(("model's note (unverified): ", "dim"), str(result["model_note"])), highlight=False)
     answer = result.get("answer")
     if answer:
         for s in answer["sentences"]:
-            console.print(f"\n{s['text']}", highlight=False)
+            console.print(line("\n", s["text"]), highlight=False)
             for c in s["citations"]:
                 ex = c["excerpt"]
-                console.print(f"   [dim]{c['message_id']} ({ex['part']} {ex['start']}-{ex['end']}):[/dim] “{ex['text']}”", highlight=False)
+                where = f"{c['message_id']} ({ex['part']} {ex['start']}-{ex['end']}):"
+                console.print(line("   ", (where, "dim"), f" “{ex['text']}”"), highlight=False)
     for r in result.get("trace", {}).get("removed_sentences", []):
-        console.print(f"[red]removed[/red] ({r['reason']}{': ' + r['offending'] if r.get('offending') else ''}): {r['text']}", highlight=False)
+        why = f" ({r['reason']}{': ' + r['offending'] if r.get('offending') else ''}): {r['text']}"
+        console.print(line(("removed", "red"), why), highlight=False)
     for w in result.get("trace", {}).get("widen_attempts", []):
-        console.print(f"[red]widen attempt refused[/red] {w['tool']}: {w['detail']}", highlight=False)
+        console.print(line(("widen attempt refused", "red"), f" {w['tool']}: {w['detail']}"), highlight=False)
     if outcome == "degraded":
         for h in result.get("hits", [])[:5]:
-            console.print(f"  {h['subject']} — {h['sender']} [dim]{h['message_id']}[/dim]", highlight=False)
+            console.print(line(f"  {h['subject']} — {h['sender']} ", (h["message_id"], "dim")), highlight=False)
     u = result.get("usage", {})
     console.print(
-        f"\n[dim]{u.get('steps', 0)} steps, {u.get('seconds', 0):.1f} s, {u.get('model_calls', 0)} model calls, "
-        f"{u.get('prompt_tokens', 0) + u.get('completion_tokens', 0)} tokens, run {result.get('run_id')}[/dim]"
+        line((
+            f"\n{u.get('steps', 0)} steps, {u.get('seconds', 0):.1f} s, {u.get('model_calls', 0)} model calls, "
+            f"{u.get('prompt_tokens', 0) + u.get('completion_tokens', 0)} tokens, run {result.get('run_id')}",
+            "dim",
+        )),
+        highlight=False,
     )
 
 

@@ -8,6 +8,7 @@ from pathlib import Path
 import httpx
 from rich.console import Console
 
+from cli.private import write_private
 from cli.stack import Stack
 
 # Who may see what in the demo: alice sees her own and the shared claims mailbox.
@@ -44,8 +45,7 @@ def load_demo(stack: Stack, demo_dir: Path, console: Console) -> dict[str, str]:
         if label in keys and _works(stack, keys[label]):
             continue
         keys[label] = admin.call("POST", "/v1/admin/keys", json=spec)["key"]
-    keys_file.write_text(json.dumps(keys, indent=2))
-    keys_file.chmod(0o600)
+    write_private(keys_file, json.dumps(keys, indent=2))
     return keys
 
 

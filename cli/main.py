@@ -18,6 +18,7 @@ import typer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
+from cli.untrusted import line, snippet
 from shared.settings import CliSettings, cli_settings
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__)
@@ -32,7 +33,8 @@ BATCH = 50
 
 
 def fail(message: str, code: int = 1) -> None:
-    err.print(f"[red]error:[/red] {message}", highlight=False)
+    # The message may quote the server or mail (a problem's detail): text, not markup.
+    err.print(line(("error:", "red"), " ", message), highlight=False)
     raise typer.Exit(code)
 
 
@@ -78,24 +80,33 @@ class Admin:
 
 
 def ingest_path(admin: Admin, path: Path, tenant: str, mailbox: str, folder: Optional[str], quiet: bool = False) -> dict:
-    """Send every message under ``path`` to the admin API in batches; report failures one line each."""
+    """Send every message under ``path`` to the admin API in batches of bounded count and
+    size; report failures and what an ingest limit cut, one line each."""
     from services.searcher.errors import UnreadableSource
-    from services.searcher.ingest.readers import read_path
+    from services.searcher.ingest.limits import megabytes
+    from services.searcher.ingest.readers import batches, read_path
 
+    settings = cli_settings()
     try:
         raws = list(read_path(path, folder=folder))
     except UnreadableSource as exc:
         fail(exc.detail)
     totals = {"indexed": 0, "duplicate": 0, "errors": 0}
+    # The searcher refuses these too; skipping them here saves uploading them.
+    cap = settings.ingest_max_message_bytes
+    for r in raws:
+        if len(r.raw) > cap:
+            reason = f"message is {megabytes(len(r.raw))}, over the {megabytes(cap)} limit (PM_INGEST_MAX_MESSAGE_BYTES)"
+            err.print(line(f"skipped {r.label}: {reason}"), highlight=False)
+            totals["errors"] += 1
+    raws = [r for r in raws if len(r.raw) <= cap]
     with Progress(
         TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
         console=err, disable=quiet or len(raws) < BATCH,
     ) as progress:
         task = progress.add_task(f"{tenant}/{mailbox}", total=len(raws))
         for fold, group in groupby(raws, key=lambda r: r.folder):
-            items = list(group)
-            for start in range(0, len(items), BATCH):
-                batch = items[start : start + BATCH]
+            for batch in batches(list(group), BATCH, settings.ingest_batch_bytes):
                 result = admin.call(
                     "POST",
                     "/v1/admin/ingest",
@@ -108,12 +119,16 @@ def ingest_path(admin: Admin, path: Path, tenant: str, mailbox: str, folder: Opt
                 )
                 totals["indexed"] += result["indexed"]
                 totals["duplicate"] += result["duplicate"]
-                for line in result["errors"]:
+                for error in result["errors"]:
                     # "message N: reason" -> the source label of message N in this batch
-                    head, _, reason = line.partition(": ")
+                    head, _, reason = error.partition(": ")
                     n = int(head.split()[-1]) if head.split()[-1].isdigit() else 0
-                    err.print(f"skipped {batch[n].label}: {reason}", highlight=False, markup=False)
+                    err.print(line(f"skipped {batch[n].label}: {reason}"), highlight=False)
                     totals["errors"] += 1
+                for note in result.get("notes", []):
+                    head, _, text = note.partition(": ")
+                    n = int(head.split()[-1]) if head.split()[-1].isdigit() else 0
+                    err.print(line(f"note {batch[n].label}: {text}"), highlight=False)
                 progress.advance(task, len(batch))
     return totals
 
@@ -140,12 +155,45 @@ def keys_create(
     principal: str = typer.Option(..., "--principal", "-p"),
     mailbox: list[str] = typer.Option(..., "--mailbox", "-m", help="Repeat for each mailbox in scope"),
     permission: list[str] = typer.Option(["search", "search:agentic"], "--permission"),
+    expires_in_days: Optional[float] = typer.Option(None, min=0, help="The key stops working after this many days"),
     url: Optional[str] = typer.Option(None),
 ) -> None:
     """Create an API key; it is printed once and stored only as a hash."""
+    from datetime import datetime, timedelta, timezone
+
     body = {"tenant_id": tenant, "principal": principal, "mailboxes": mailbox, "permissions": permission}
+    if expires_in_days is not None:
+        body["expires_at"] = (datetime.now(timezone.utc) + timedelta(days=expires_in_days)).isoformat()
     created = Admin(cli_settings(), url).call("POST", "/v1/admin/keys", json=body)
-    out.print(created["key"])
+    out.print(created["key"], markup=False, highlight=False, soft_wrap=True)
+
+
+@keys_app.command("list")
+def keys_list(
+    tenant: Optional[str] = typer.Option(None, "--tenant", "-t", help="Only this tenant's keys"),
+    url: Optional[str] = typer.Option(None),
+) -> None:
+    """List API keys: id, status, tenant, principal, permissions, mailboxes, expiry. Never the keys."""
+    params = {"tenant_id": tenant} if tenant else None
+    keys = Admin(cli_settings(), url).call("GET", "/v1/admin/keys", params=params)["keys"]
+    for k in keys:
+        fields = (
+            k["key_id"], k["status"], k["tenant_id"], k["principal"], ",".join(k["permissions"]),
+            ",".join(k["mailboxes"]), f"expires {k['expires_at']}" if k["expires_at"] else "no expiry",
+        )
+        out.print("  ".join(fields), markup=False, highlight=False, soft_wrap=True)
+    if not keys:
+        err.print("no API keys", markup=False, highlight=False)
+
+
+@keys_app.command("revoke")
+def keys_revoke(
+    key_id: str = typer.Argument(..., help="The key's id, as `pmsearch keys list` shows it"),
+    url: Optional[str] = typer.Option(None),
+) -> None:
+    """Revoke an API key; it gets 401 from then on."""
+    revoked = Admin(cli_settings(), url).call("DELETE", f"/v1/admin/keys/{key_id}")
+    out.print(f"revoked {revoked['key_id']} ({revoked['tenant_id']}/{revoked['principal']})", markup=False, highlight=False, soft_wrap=True)
 
 
 @tenants_app.command("set")
@@ -190,8 +238,9 @@ def search(
         body = resp.json()
         fail(f"{resp.status_code} {body.get('title')}: {body.get('detail')}")
     for hit in resp.json()["hits"]:
-        out.print(f"[bold]{hit['subject']}[/bold]  {hit['sender']}  {hit['date'] or ''}  [dim]{hit['message_id']}[/dim]")
-        out.print(f"   {hit['snippet']}", highlight=False)
+        # Subjects, senders and snippets are the mail's own text: never markup.
+        out.print(line((hit["subject"], "bold"), f"  {hit['sender']}  {hit['date'] or ''}  ", (hit["message_id"], "dim")), highlight=False)
+        out.print(line("   ", snippet(hit["snippet"])), highlight=False)
 
 
 @app.command()
@@ -218,19 +267,18 @@ def acl(
     out_file: Path = typer.Option(Path("deploy/redis/users.acl"), "--out", help="Where to write the Redis ACL file"),
     env_file: Path = typer.Option(Path(".env"), "--env", help="Where to write the matching passwords for compose"),
 ) -> None:
-    """Make fresh Redis passwords: the ACL file for Redis and the .env file for compose."""
+    """Make fresh secrets for compose: the Redis ACL file, and in .env the Redis passwords,
+    scope key, admin token, Qdrant API key and Grafana password (other .env lines stay)."""
     import secrets as _secrets
 
-    from cli.acl import USERS, render
+    from cli.acl import USERS, compose_secrets, merge_env, render
+    from cli.private import write_private
 
     passwords = {u: _secrets.token_urlsafe(24) for u in USERS}
-    out_file.write_text(render(passwords))
-    lines = [f"PM_REDIS_PASSWORD_{u.upper()}={pw}" for u, pw in passwords.items()]
-    lines += [f"PM_SCOPE_KEY={_secrets.token_urlsafe(32)}", f"PM_ADMIN_TOKEN=adm_{_secrets.token_urlsafe(24)}"]
-    env_file.write_text("\n".join(lines) + "\n")
-    for path in (out_file, env_file):
-        path.chmod(0o600)
-    out.print(f"wrote {out_file} and {env_file}")
+    old_env = env_file.read_text() if env_file.exists() else ""
+    write_private(out_file, render(passwords))
+    write_private(env_file, merge_env(old_env, compose_secrets(passwords)))
+    out.print(f"wrote {out_file} and {env_file} (both readable by you only)")
 
 
 @app.command()

@@ -22,6 +22,7 @@ import httpx
 import redis
 
 from cli.acl import USERS, render
+from cli.private import write_private
 
 ROOT = Path(__file__).resolve().parent.parent
 WORKERS = {
@@ -53,9 +54,7 @@ class Secrets:
             scope_key=secrets.token_urlsafe(32),
             admin_token="adm_" + secrets.token_urlsafe(24),
         )
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(made.__dict__))
-        path.chmod(0o600)
+        write_private(path, json.dumps(made.__dict__))
         return made
 
 
@@ -68,6 +67,7 @@ class Stack:
     local_model: bool = False  # start llama.cpp's server with the embedded default model
     extra_env: dict[str, str] = field(default_factory=dict)
     log_dir: Path | None = None
+    redis_maxmemory: str = "1gb"
     procs: dict[str, subprocess.Popen] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -125,12 +125,13 @@ class Stack:
         redis_dir = self.var_dir / "redis"
         redis_dir.mkdir(parents=True, exist_ok=True)
         acl = redis_dir / "users.acl"
-        acl.write_text(render(self.secrets.passwords))
-        acl.chmod(0o600)
+        write_private(acl, render(self.secrets.passwords))
         binary = shutil.which("redis-server") or "/usr/bin/redis-server"
         argv = [
             binary, "--port", str(self.redis_port), "--bind", "127.0.0.1", "--dir", str(redis_dir),
             "--aclfile", str(acl), "--appendonly", "yes", "--save", "", "--daemonize", "no",
+            # Full means refused writes, never evicted queue entries or run records.
+            "--maxmemory", self.redis_maxmemory, "--maxmemory-policy", "noeviction",
         ]
         self._spawn("redis", argv, dict(os.environ))
         self._wait(lambda: self.redis_client().ping(), "redis", 20)

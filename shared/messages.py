@@ -20,8 +20,23 @@ Outcome = Literal["answered", "insufficient_evidence", "budget_exhausted", "degr
 Ending = Literal["answer", "insufficient_evidence", "budget_exhausted", "degraded"]
 RemovalReason = Literal[
     "no_citation", "unknown_citation", "quote_not_found", "empty_sentence", "malformed",
-    "figure_not_found", "unsupported_claim", "off_question",
+    "figure_not_found", "unsupported_claim", "off_question", "asked_figure_missing",
 ]
+# Why a run ended unanswered: fixed codes the verifier chooses from facts it checked,
+# never text a stage or a model wrote (that is ``RunResult.model_note`` at most).
+ReasonCode = Literal[
+    "time_budget_spent", "step_budget_spent", "model_unavailable", "nothing_found",
+    "no_answer_found", "all_sentences_removed", "empty_draft",
+]
+REASONS: dict[str, str] = {
+    "time_budget_spent": "the time budget ran out",
+    "step_budget_spent": "the step budget ran out",
+    "model_unavailable": "the model was unavailable; hits are the question's own search",
+    "nothing_found": "nothing in the caller's mail matched the question",
+    "no_answer_found": "the mail found does not answer the question",
+    "all_sentences_removed": "every sentence of the draft failed verification",
+    "empty_draft": "the draft had no sentences",
+}
 
 
 class Contract(BaseModel):
@@ -48,7 +63,10 @@ class Hit(Contract):
     sender: str
     date: datetime | None
     subject: str
-    snippet: str
+    snippet: str = Field(
+        description="An HTML fragment: the mail text HTML-escaped, the query's terms in <mark>, no other tag. "
+        "Every other text field (here and in runs) is plain text."
+    )
     score: float
     folder: str = ""
     has_attachments: bool = False
@@ -221,10 +239,18 @@ class IngestRequested(Contract):
 
 
 class IngestItem(Contract):
+    """One message's outcome. ``duplicate``: that content was indexed already (a new
+    mailbox or folder it was delivered to is recorded on it)."""
+
     index: int
     status: Literal["indexed", "duplicate", "error"]
     message_id: str | None = None
     error: str | None = None
+    # Indexed as a message of its own although the tenant has other content under the
+    # same Message-ID (a resend with edits, or a forgery).
+    collision: bool = False
+    # What an ingest limit cut from an imported message, one line each (docs/design.md).
+    notes: list[str] = Field(default_factory=list)
 
 
 class IngestReplied(Contract):
@@ -304,6 +330,7 @@ class AnswerRequested(Envelope):
     trace: Trace
     usage: Usage
     focus: list[str] = Field(default_factory=list)  # evidence ids, most relevant first
+    found_later: list[str] = Field(default_factory=list)  # shown first (see shared.passages.build)
     hits: list[Hit] = Field(default_factory=list)  # the question's own search, for degraded
     # The answer the planner's model already wrote with its decision (sentences citing
     # message ids); empty when the answerer is to write it.
@@ -320,7 +347,9 @@ class RunSnapshot(Contract):
 
 
 class RunMeta(Contract):
-    """What the gateway records when it admits a run."""
+    """What the gateway records when it admits a run: the run's owner (principal and
+    the scope it ran in; only they may read it) and the envelope every draft of the run
+    must carry."""
 
     run_id: str
     tenant_id: str
@@ -330,15 +359,21 @@ class RunMeta(Contract):
     created_at: float
     deadline: float
     max_steps: int
+    key_id: str = ""
+    mailboxes: list[str] = Field(default_factory=list)  # the scope the run was signed for
 
 
 class VerificationRequested(Envelope):
+    """A run's ending as a stage wrote it. The verifier holds the envelope and question
+    against the gateway's :class:`RunMeta`, rebuilds ``hits`` from stored evidence and
+    keeps ``reason`` (a stage's words) only as ``RunResult.model_note``."""
+
     question: str
     ending: Ending
     draft: Draft | None = None
     trace: Trace = Field(default_factory=Trace)
     usage: Usage = Field(default_factory=Usage)
-    hits: list[Hit] = Field(default_factory=list)
+    hits: list[Hit] = Field(default_factory=list)  # ids and order only; content is rebuilt
     reason: str | None = None
 
 
@@ -377,7 +412,10 @@ class RunResult(Contract):
     hits: list[Hit] = Field(default_factory=list)
     trace: Trace = Field(default_factory=Trace)
     usage: Usage = Field(default_factory=Usage)
-    reason: str | None = None
+    reason: ReasonCode | None = None  # set whenever the run is not answered
+    # What the planner or answerer (and so perhaps the model, steered by mail) said of the
+    # ending: unverified, shown only labelled as the model's, never as the verdict.
+    model_note: str | None = None
     finished_at: float = 0.0
 
 
@@ -390,7 +428,9 @@ class RunFinished(Contract):
 
 
 class ProgressEvent(Contract):
-    """An entry of a run's progress stream, relayed to SSE clients."""
+    """An entry of a run's progress stream. The gateway relays ``step`` and
+    ``evidence`` entries; ``answer`` and ``done`` entries only wake it up: what it sends
+    for them is read from the run's stored result, which only the verifier writes."""
 
     event: Literal["step", "evidence", "answer", "done"]
     payload: dict[str, Any]

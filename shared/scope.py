@@ -53,7 +53,9 @@ def verify_scope(token: str | None, key: str, *, now: float | None = None) -> Sc
     if not token:
         raise ScopeError("scope token missing")
     body, sep, mac = token.partition(".")
-    if not sep or not hmac.compare_digest(mac, _mac(key, body)):
+    # A real token is ASCII; compare bytes, since compare_digest raises TypeError on a
+    # non-ASCII str (a crash and redeliveries instead of a refusal).
+    if not sep or not token.isascii() or not hmac.compare_digest(mac.encode(), _mac(key, body).encode()):
         raise ScopeError("scope token signature does not match")
     try:
         scope = Scope.model_validate_json(_unb64(body))

@@ -9,10 +9,24 @@ from __future__ import annotations
 
 from functools import lru_cache
 from pathlib import Path
-from typing import Literal
+from typing import Literal, TypeVar
 
-from pydantic import Field, SecretStr
+from pydantic import Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
+
+# Shared secrets (scope key, admin token) must be long and not one anyone has seen.
+MIN_SECRET_BYTES = 32
+KNOWN_DEV_SECRETS = frozenset({"pmsearch-dev-scope-key-change-me"})
+
+
+def strong_secret(value: SecretStr) -> SecretStr:
+    raw = value.get_secret_value()
+    low = raw.lower()
+    if raw in KNOWN_DEV_SECRETS or any(p in low for p in ("change-me", "changeme", "change_me")):
+        raise ValueError("is a published placeholder; generate one (`pmsearch acl` writes fresh secrets to .env)")
+    if len(raw.encode()) < MIN_SECRET_BYTES:
+        raise ValueError(f"must be at least {MIN_SECRET_BYTES} bytes; generate one (`pmsearch acl` writes fresh secrets to .env)")
+    return value
 
 
 
@@ -31,8 +45,11 @@ class ServiceSettings(BaseSettings):
 
 
 class ScopeKeySettings(ServiceSettings):
-    scope_key: SecretStr = SecretStr("pmsearch-dev-scope-key-change-me")
+    # No default: a service that signs or checks scope tokens refuses to start without one.
+    scope_key: SecretStr
     scope_ttl_seconds: int = 300
+
+    _strong_scope_key = field_validator("scope_key")(strong_secret)
 
 
 class SearcherSettings(ScopeKeySettings):
@@ -46,18 +63,40 @@ class SearcherSettings(ScopeKeySettings):
     embedding_api_key: SecretStr | None = None
     chunk_chars: int = 1200
     tool_concurrency: int = 8
+    # Ingest limits per message (services/searcher/ingest/limits.py, docs/design.md):
+    # refused over the size, parse time or memory; cut, with a note, over the others.
+    ingest_max_message_bytes: int = Field(default=25 * 1024 * 1024, ge=1024)
+    ingest_max_attachments: int = Field(default=50, ge=0)
+    ingest_max_text_chars: int = Field(default=2_000_000, ge=1000)
+    ingest_max_chunks: int = Field(default=200, ge=1)
+    extract_timeout_seconds: float = Field(default=10.0, gt=0)
+    ingest_parse_timeout_seconds: float = Field(default=30.0, gt=0)
+    ingest_parse_memory_mb: int = Field(default=1024, ge=128)
 
 
 class GatewaySettings(ScopeKeySettings):
     host: str = "127.0.0.1"
     port: int = 8080
-    admin_token: SecretStr | None = None
+    admin_token: SecretStr
     search_timeout_seconds: float = 10.0
     ingest_timeout_seconds: float = 300.0
     default_daily_cap: int = 500
     default_max_steps: int = 6
     default_max_seconds: float = 8.0
     deadline_grace_seconds: float = 1.5
+    # Request limits (services/gateway/limits.py, docs/design.md). A body over its
+    # limit is refused with 413 before it is read; only a request carrying the admin
+    # token may send an ingest-sized body, and only to the ingest endpoint.
+    max_body_bytes: int = Field(default=1024 * 1024, ge=1024)
+    max_ingest_body_bytes: int = Field(default=64 * 1024 * 1024, ge=1024)
+    # Plain (keyword, semantic, hybrid) searches per API key per minute; 0 = no limit.
+    search_rate_per_minute: int = Field(default=120, ge=0)
+    # Agentic runs (SSE or waiting) and event streams one API key may hold open at once.
+    max_streams_per_key: int = Field(default=4, ge=1)
+    # A stream's slot lives this long unless renewed, so a crashed replica's slots free up.
+    stream_lease_seconds: float = Field(default=30.0, gt=1)
+
+    _strong_admin_token = field_validator("admin_token")(strong_secret)
 
 
 class ModelSettings(ServiceSettings):
@@ -95,29 +134,45 @@ class VerifierSettings(ServiceSettings):
     """No model credentials, by design: the verifier cannot call a model."""
 
 
+S = TypeVar("S", bound=BaseSettings)
+
+
+def load(cls: type[S]) -> S:
+    """A service's settings, or exit with one readable line naming the bad variables."""
+    try:
+        return cls()
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"PM_{'_'.join(str(p) for p in e['loc']).upper()} "
+            + ("is not set" if e["type"] == "missing" else e["msg"].removeprefix("Value error, "))
+            for e in exc.errors()
+        )
+        raise SystemExit(f"pmsearch {cls.__name__.removesuffix('Settings').lower()}: cannot start: {problems}") from None
+
+
 @lru_cache
 def searcher_settings() -> SearcherSettings:
-    return SearcherSettings()
+    return load(SearcherSettings)
 
 
 @lru_cache
 def gateway_settings() -> GatewaySettings:
-    return GatewaySettings()
+    return load(GatewaySettings)
 
 
 @lru_cache
 def planner_settings() -> PlannerSettings:
-    return PlannerSettings()
+    return load(PlannerSettings)
 
 
 @lru_cache
 def answerer_settings() -> AnswererSettings:
-    return AnswererSettings()
+    return load(AnswererSettings)
 
 
 @lru_cache
 def verifier_settings() -> VerifierSettings:
-    return VerifierSettings()
+    return load(VerifierSettings)
 
 
 class CliSettings(BaseSettings):
@@ -132,6 +187,11 @@ class CliSettings(BaseSettings):
     redis_port: int = 6390
     gateway_port: int = 8080
     demo_dir: Path = Path("data/demo")
+    # `pmsearch ingest` sends batches of at most 50 messages and this many raw bytes
+    # (base64 makes the request a third larger; keep it under PM_MAX_INGEST_BODY_BYTES),
+    # and skips messages over the searcher's own limit (the same variable) unsent.
+    ingest_batch_bytes: int = Field(default=8 * 1024 * 1024, ge=1024)
+    ingest_max_message_bytes: int = Field(default=25 * 1024 * 1024, ge=1024)
     # An external OpenAI-compatible model replaces the embedded one when set.
     model_base_url: str | None = None
     model_api_key: SecretStr | None = None

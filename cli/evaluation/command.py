@@ -15,7 +15,15 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from cli.evaluation import report, scoring
-from cli.evaluation.questions import EvalInputError, Question, load_questions, resolve_keys, select
+from cli.evaluation.questions import (
+    EvalInputError,
+    Question,
+    corpus_message_ids,
+    load_questions,
+    resolve_keys,
+    resolve_supporting,
+    select,
+)
 from cli.evaluation.runner import RunRecord, run_all
 from shared.settings import CliSettings
 
@@ -118,6 +126,11 @@ def run_eval(opts: EvalOptions, settings: CliSettings, out: Console, err: Consol
         raise EvalInputError("--concurrency must be at least 1 and --timeout positive")
     if opts.start and opts.gateway:
         raise EvalInputError("--start runs its own stack; leave out --gateway")
+    if settings.demo_dir.is_dir():
+        resolve_supporting(questions, corpus_message_ids(settings.demo_dir))
+    else:
+        err.print(f"no demo mailbox at {settings.demo_dir}: citations are matched by schema-1 message ids only",
+                  highlight=False, markup=False)
     started = datetime.now(timezone.utc)
     with _target(opts, settings, err) as (gateway, keys_file):
         keys = resolve_keys(questions, keys_file)

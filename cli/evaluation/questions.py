@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Literal
+from typing import Iterable, Literal, Mapping
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator, model_validator
 
 Kind = Literal["answerable", "unanswerable", "other_mailbox", "other_tenant", "injected"]
 KINDS: tuple[str, ...] = Kind.__args__  # type: ignore[attr-defined]
@@ -31,6 +31,8 @@ class Question(BaseModel):
     never: list[str] = Field(default_factory=list)
     tags: list[str] = Field(default_factory=list)
     note: str | None = None
+    # pmsearch ids of the supporting messages, found in the corpus by resolve_supporting.
+    _resolved: frozenset[str] = PrivateAttr(default_factory=frozenset)
 
     @field_validator("facts", mode="before")
     @classmethod
@@ -80,10 +82,35 @@ class Question(BaseModel):
         return bool(self.facts)
 
     def supporting_ids(self) -> frozenset[str]:
-        """The supporting messages as pmsearch's public message ids."""
-        from services.searcher.ingest.schemas import message_key
+        """The supporting messages as pmsearch's public message ids: each copy's id as
+        the corpus gives it (a message id includes a digest of its content, see
+        :func:`resolve_supporting`), and the id an index of schema 1 gave the Message-ID
+        (which a migrated index keeps)."""
+        from services.searcher.ingest.schemas import legacy_message_key
 
-        return frozenset(message_key(self.tenant, rfc_id) for rfc_id in self.supporting)
+        return frozenset(legacy_message_key(self.tenant, rfc_id) for rfc_id in self.supporting) | self._resolved
+
+
+def corpus_message_ids(demo_dir: Path) -> dict[tuple[str, str], frozenset[str]]:
+    """(tenant, Message-ID) -> the pmsearch ids of its copies in a corpus laid out as
+    ``<tenant>/<mailbox>/<folder>/`` (the demo mailbox)."""
+    from services.searcher.ingest.identity import content_digest
+    from services.searcher.ingest.parser import parse_message
+    from services.searcher.ingest.readers import demo_mailboxes, read_path
+    from services.searcher.ingest.schemas import message_key
+
+    found: dict[tuple[str, str], set[str]] = {}
+    for tenant, _mailbox, path in demo_mailboxes(demo_dir):
+        for item in read_path(path):
+            rfc_id = parse_message(item.raw, folder=item.folder).rfc_message_id
+            found.setdefault((tenant, rfc_id), set()).add(message_key(tenant, rfc_id, content_digest(item.raw)))
+    return {k: frozenset(v) for k, v in found.items()}
+
+
+def resolve_supporting(questions: Iterable[Question], ids: Mapping[tuple[str, str], Iterable[str]]) -> None:
+    """Give each question the ids of its supporting messages' copies in ``ids``."""
+    for q in questions:
+        q._resolved = frozenset(i for rfc_id in q.supporting for i in ids.get((q.tenant, rfc_id), ()))
 
 
 def _first_error(exc: ValidationError) -> str:

@@ -14,6 +14,7 @@ from rich.text import Text
 from cli.evaluation import scoring
 from cli.evaluation.questions import Question
 from cli.evaluation.runner import RunRecord
+from cli.untrusted import clean
 
 
 def question_row(question: Question, record: RunRecord) -> dict[str, Any]:
@@ -98,7 +99,7 @@ def print_table(console: Console, summaries: Mapping[str, Mapping[str, Any]]) ->
     for name, summary in summaries.items():
         for m in summary["misses"]:
             # Text, not markup: reasons quote answers and errors, which may hold brackets.
-            line = Text("miss", style="yellow") + f" [{name}] {m['id']} ({m['kind']}, {m['outcome']}): {m['reason']}"
+            line = Text("miss", style="yellow") + clean(f" [{name}] {m['id']} ({m['kind']}, {m['outcome']}): {m['reason']}")
             console.print(line, highlight=False)
 
 

@@ -53,7 +53,7 @@ class Answerer:
         if not written and not evidence:
             ending, reason = "insufficient_evidence", "nothing was found to answer from"
         elif not written:
-            shown = P.build(req.question, evidence)
+            shown = P.build(req.question, evidence, first=req.found_later)
             reply = await call_model(
                 self.model, "answer", answer_messages(req.question, shown, Fence.new()),
                 P.answer_model([p.ref for p in shown], "AnswerDraft"), name="answer", deadline=req.deadline,

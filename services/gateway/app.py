@@ -28,11 +28,14 @@ from services.gateway.schemas import (
     IngestResult,
     KeyCreate,
     KeyCreated,
+    KeyInfo,
+    KeyList,
     SearchRequest,
     TenantSettings,
     TenantSettingsPatch,
 )
-from services.gateway.runs import RunService, watchdog
+from services.gateway.limits import BodyLimit, BodyTooLargeSignal, KeyLimits, problem_response
+from services.gateway.runs import RunService, parse_last_event_id, watchdog
 from services.gateway.service import GatewayService
 from shared.bus import connect
 from shared.errors import PmError
@@ -56,6 +59,10 @@ def create_app(settings: GatewaySettings | None = None) -> FastAPI:
         gw = GatewayService(redis, settings)
         app.state.service = gw
         app.state.runs = RunService(gw)
+        app.state.limits = KeyLimits(
+            redis, search_rate_per_minute=settings.search_rate_per_minute,
+            max_streams=settings.max_streams_per_key, lease_seconds=settings.stream_lease_seconds,
+        )
         stop = asyncio.Event()
         dog = asyncio.create_task(watchdog(gw, stop))
         yield
@@ -92,10 +99,22 @@ def create_app(settings: GatewaySettings | None = None) -> FastAPI:
         body = {"type": "about:blank", "title": str(exc.detail), "status": exc.status_code, "detail": str(exc.detail)}
         return _problem(exc.status_code, body)
 
+    @app.exception_handler(BodyTooLargeSignal)
+    async def _too_large(request: Request, exc: BodyTooLargeSignal) -> JSONResponse:
+        return problem_response(exc.error, str(request.url.path))
+
     @app.exception_handler(Exception)
     async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
         log.exception("unhandled error on %s", request.url.path)
         return _problem(500, PmError("unexpected error; it has been logged").problem(str(request.url.path)))
+
+    # Added before _observe, so it runs inside it: refused bodies are counted too.
+    app.add_middleware(
+        BodyLimit,
+        max_body_bytes=settings.max_body_bytes,
+        max_ingest_body_bytes=settings.max_ingest_body_bytes,
+        admin_token=settings.admin_token.get_secret_value() if settings.admin_token else None,
+    )
 
     @app.middleware("http")
     async def _observe(request: Request, call_next):
@@ -123,6 +142,13 @@ def runs(request: Request) -> RunService:
 
 
 Runs = Annotated[RunService, Depends(runs)]
+
+
+def limits(request: Request) -> KeyLimits:
+    return request.app.state.limits
+
+
+Limits = Annotated[KeyLimits, Depends(limits)]
 
 
 def _bearer(authorization: str | None, x_api_key: str | None) -> str | None:
@@ -170,6 +196,7 @@ def _routes(app: FastAPI) -> None:
         record: Caller,
         svc: Service,
         run_svc: Runs,
+        key_limits: Limits,
         accept: Annotated[str | None, Header()] = None,
     ):
         """Keyword, semantic or hybrid search inside the caller's scope; or an agentic
@@ -182,14 +209,22 @@ def _routes(app: FastAPI) -> None:
         quote can still be wrong while citing a relevant message: read the evidence
         for decisions that matter."""
         if body.mode == "agentic":
-            meta = await run_svc.start(record, body)
+            # The slot first: a refused request must not start a run or spend the cap.
+            slot = await key_limits.open_stream(record.key_id)
+            try:
+                meta = await run_svc.start(record, body)
+            except BaseException:
+                await slot.release()
+                raise
             headers = {"X-Run-Id": meta.run_id, "Location": f"/v1/runs/{meta.run_id}"}
             if accept and "text/event-stream" in accept:
-                return EventSourceResponse(run_svc.events(meta, None), headers=headers, ping=5)
-            result = await run_svc.wait(meta)
+                return EventSourceResponse(slot.stream(run_svc.events(meta, None)), headers=headers, ping=5)
+            async with slot.held():
+                result = await run_svc.wait(meta)
             return JSONResponse(result.model_dump(mode="json"), headers=headers)
         svc.require(record, "search")
         try:
+            await key_limits.take_search(record.key_id)
             result = await svc.search(record, body)
         except PmError as exc:
             metrics.SEARCHES.labels(body.mode, exc.code).inc()
@@ -199,7 +234,8 @@ def _routes(app: FastAPI) -> None:
 
     @app.get("/v1/runs/{run_id}", tags=["search"])
     async def get_run(run_id: str, record: Caller, run_svc: Runs):
-        """A run's result when finished (200), else its status (202)."""
+        """A run's result when finished (200), else its status (202). Only the key's
+        principal, with ``search:agentic`` and the run's scope, sees the run (else 404)."""
         meta = await run_svc.meta(record, run_id)
         result = await run_svc.result(run_id)
         if result is None:
@@ -211,16 +247,32 @@ def _routes(app: FastAPI) -> None:
         run_id: str,
         record: Caller,
         run_svc: Runs,
+        key_limits: Limits,
         last_event_id: Annotated[str | None, Header()] = None,
     ):
-        """The run's events as SSE, from the start or after ``Last-Event-ID``."""
+        """The run's events as SSE, from the start or after ``Last-Event-ID``; a finished
+        run replays from its stored result. Only the key's principal, in the run's scope,
+        sees the run (else 404)."""
+        after = parse_last_event_id(last_event_id)  # refused before the 200 starts
         meta = await run_svc.meta(record, run_id)
-        return EventSourceResponse(run_svc.events(meta, last_event_id), ping=5)
+        slot = await key_limits.open_stream(record.key_id)
+        return EventSourceResponse(slot.stream(run_svc.events(meta, after)), ping=5)
 
     @app.post("/v1/admin/keys", response_model=KeyCreated, status_code=201, tags=["admin"], dependencies=[Admin])
     async def create_key(body: KeyCreate, svc: Service) -> KeyCreated:
-        """Create an API key. The key is shown once; only its hash is stored."""
+        """Create an API key. The key is shown once; only its hash is stored. With
+        ``expires_at``, the key stops working then (401)."""
         return await svc.create_key(body)
+
+    @app.get("/v1/admin/keys", response_model=KeyList, tags=["admin"], dependencies=[Admin])
+    async def list_keys(svc: Service, tenant_id: str | None = None) -> KeyList:
+        """Every API key (of one tenant with ``tenant_id``): its record and status, never the key."""
+        return await svc.list_keys(tenant_id)
+
+    @app.delete("/v1/admin/keys/{key_id}", response_model=KeyInfo, tags=["admin"], dependencies=[Admin])
+    async def revoke_key(key_id: str, svc: Service) -> KeyInfo:
+        """Revoke an API key: from now on it gets 401. Revoking twice is harmless."""
+        return await svc.revoke_key(key_id)
 
     @app.get("/v1/admin/tenants/{tenant_id}/settings", tags=["admin"], dependencies=[Admin])
     async def get_tenant_settings(tenant_id: str, svc: Service) -> dict:

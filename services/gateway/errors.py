@@ -2,11 +2,15 @@
 
     PmError
     └── GatewayError
-        ├── Unauthorized        401  no or unknown API key
+        ├── Unauthorized        401  no, unknown, expired or revoked API key; wrong admin token
         ├── Forbidden           403  the key lacks a permission
+        ├── BadHeader           400  a header that does not validate (Last-Event-ID)
         ├── InvalidRequest      422  a body or filter that does not validate
-        ├── NotFound            404  no such run (in the caller's tenant)
+        ├── NotFound            404  no such run (of the caller's principal and scope), no such API key
+        ├── BodyTooLarge        413  a request body over its limit, refused unread
         ├── CapExhausted        429  the tenant's daily cap is spent (Retry-After)
+        ├── RateLimited         429  the key's plain searches for this minute are spent (Retry-After)
+        ├── TooManyStreams      429  the key holds all its stream slots (Retry-After)
         ├── NotAvailable        501  a mode this deployment does not offer
         └── UpstreamTimeout     504  the searcher did not answer in time
 """
@@ -33,6 +37,12 @@ class Forbidden(GatewayError):
     title = "Permission missing"
 
 
+class BadHeader(GatewayError):
+    status = 400
+    code = "bad_header"
+    title = "Header does not validate"
+
+
 class InvalidRequest(GatewayError):
     status = 422
     code = "invalid_request"
@@ -53,6 +63,30 @@ class CapExhausted(GatewayError):
     def __init__(self, detail: str, retry_after: int) -> None:
         super().__init__(detail, retry_after=retry_after)
         self.retry_after = retry_after
+
+
+class BodyTooLarge(GatewayError):
+    status = 413
+    code = "body_too_large"
+    title = "Request body too large"
+
+
+class RateLimited(GatewayError):
+    status = 429
+    code = "rate_limited"
+    title = "Too many searches"
+
+    def __init__(self, detail: str, retry_after: int) -> None:
+        super().__init__(detail, retry_after=retry_after)
+
+
+class TooManyStreams(GatewayError):
+    status = 429
+    code = "too_many_streams"
+    title = "Too many open streams"
+
+    def __init__(self, detail: str, retry_after: int) -> None:
+        super().__init__(detail, retry_after=retry_after)
 
 
 class UpstreamTimeout(GatewayError):

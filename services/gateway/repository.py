@@ -1,4 +1,5 @@
-"""The gateway's own Redis records: API keys (hashed), tenant settings, daily caps."""
+"""The gateway's own Redis records: API keys (hashed, with an index by key id), tenant
+settings, daily caps."""
 
 from __future__ import annotations
 
@@ -9,24 +10,20 @@ from redis.asyncio import Redis
 
 from services.gateway.schemas import ApiKeyRecord, TenantSettings
 
-# INCR and roll back in one step, so concurrent runs can never overspend the cap.
-_TAKE_CAP = """
-local used = redis.call('INCR', KEYS[1])
-if used == 1 then redis.call('EXPIRE', KEYS[1], ARGV[2]) end
-if used > tonumber(ARGV[1]) then
-  redis.call('DECR', KEYS[1])
-  return -1
-end
-return used
-"""
-
-
 def key_digest(key: str) -> str:
     return hashlib.sha256(key.encode()).hexdigest()
 
 
+# key_id -> digest of every key, so keys can be listed and revoked without the key itself.
+KEY_INDEX = "pm:apikeys"
+
+
 def _key_record(digest: str) -> str:
     return f"pm:apikey:{digest}"
+
+
+def _text(value: bytes | str) -> str:
+    return value.decode() if isinstance(value, bytes) else value
 
 
 def _tenant(tenant_id: str) -> str:
@@ -42,14 +39,36 @@ def seconds_to_utc_midnight(now: datetime | None = None) -> int:
 class GatewayRepository:
     def __init__(self, redis: Redis) -> None:
         self._redis = redis
-        self._take_cap = redis.register_script(_TAKE_CAP)
 
     async def save_key(self, key: str, record: ApiKeyRecord) -> None:
-        await self._redis.set(_key_record(key_digest(key)), record.model_dump_json())
+        digest = key_digest(key)
+        await self._redis.set(_key_record(digest), record.model_dump_json())
+        await self._redis.hset(KEY_INDEX, record.key_id, digest)
 
     async def find_key(self, key: str) -> ApiKeyRecord | None:
-        raw = await self._redis.get(_key_record(key_digest(key)))
-        return ApiKeyRecord.model_validate_json(raw) if raw else None
+        digest = key_digest(key)
+        raw = await self._redis.get(_key_record(digest))
+        if not raw:
+            return None
+        record = ApiKeyRecord.model_validate_json(raw)
+        # Keys made before the index existed join it the first time they are used.
+        await self._redis.hsetnx(KEY_INDEX, record.key_id, digest)
+        return record
+
+    async def list_keys(self) -> list[ApiKeyRecord]:
+        digests = list((await self._redis.hgetall(KEY_INDEX)).values())
+        if not digests:
+            return []
+        raws = await self._redis.mget([_key_record(_text(d)) for d in digests])
+        return [ApiKeyRecord.model_validate_json(r) for r in raws if r]
+
+    async def find_key_by_id(self, key_id: str) -> tuple[str, ApiKeyRecord] | None:
+        digest = await self._redis.hget(KEY_INDEX, key_id)
+        raw = await self._redis.get(_key_record(_text(digest))) if digest else None
+        return (_text(digest), ApiKeyRecord.model_validate_json(raw)) if raw else None
+
+    async def update_key(self, digest: str, record: ApiKeyRecord) -> None:
+        await self._redis.set(_key_record(digest), record.model_dump_json(), xx=True)
 
     async def tenant_settings(self, tenant_id: str, defaults: TenantSettings) -> TenantSettings:
         raw = await self._redis.get(_tenant(tenant_id))
@@ -62,10 +81,20 @@ class GatewayRepository:
         await self._redis.set(_tenant(tenant_id), settings.model_dump_json(by_alias=True))
 
     async def take_cap(self, tenant_id: str, cap: int) -> int | None:
-        """Take one unit of today's cap; the units used, or None when it is spent."""
-        day = datetime.now(timezone.utc).strftime("%Y%m%d")
-        used = await self._take_cap(keys=[f"pm:cap:{tenant_id}:{day}"], args=[cap, 2 * 86400])
-        return None if int(used) < 0 else int(used)
+        """Take one unit of today's cap; the units used, or None when it is spent.
+
+        Each INCR is atomic, so concurrent runs can never overspend: a run that counts
+        past the cap gives its unit back. No script: the gateway's Redis user may not
+        run any (see deploy/redis/users.acl.in)."""
+        key = f"pm:cap:{tenant_id}:{datetime.now(timezone.utc).strftime('%Y%m%d')}"
+        async with self._redis.pipeline(transaction=True) as pipe:
+            pipe.incr(key)
+            pipe.expire(key, 2 * 86400, nx=True)
+            used, _ = await pipe.execute()
+        if int(used) > cap:
+            await self._redis.decr(key)
+            return None
+        return int(used)
 
     async def cap_used(self, tenant_id: str) -> int:
         day = datetime.now(timezone.utc).strftime("%Y%m%d")

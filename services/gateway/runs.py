@@ -1,8 +1,15 @@
 """Agentic runs at the gateway: admission (permission, daily cap, budgets, signed
 scope), waiting for and streaming a run, and the deadline watchdog.
 
-The gateway reads what only the verifier writes (final results, progress) with plain
-``GET`` and ``XREAD``; it never joins a consumer group on those keys.
+A run belongs to the principal and scope that started it: only a key of that principal,
+with ``search:agentic`` and a scope covering the run's, may read it; to anyone else it
+does not exist (404).
+
+What a client is told about a run's outcome (``answer``, ``done``, the JSON result)
+comes only from the run's final key, which only the verifier may write. The progress
+stream is shared by several stages, so the gateway relays its ``step`` and ``evidence``
+entries and treats ``answer``/``done`` entries there as a wake-up, never as content.
+The gateway reads with plain ``GET`` and ``XREAD``; it never joins a consumer group.
 """
 
 from __future__ import annotations
@@ -10,12 +17,13 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import re
 import time
 import uuid
 from typing import Any, AsyncIterator
 
 from services.gateway import metrics
-from services.gateway.errors import CapExhausted, Forbidden, NotFound, UpstreamTimeout
+from services.gateway.errors import BadHeader, CapExhausted, Forbidden, NotFound, UpstreamTimeout
 from services.gateway.repository import seconds_to_utc_midnight
 from services.gateway.schemas import ApiKeyRecord, SearchRequest
 from services.gateway.service import GatewayService
@@ -25,6 +33,39 @@ from shared.messages import ProgressEvent, RunMeta, RunRequested, RunResult, Ver
 
 log = logging.getLogger("pmsearch.gateway.runs")
 SCOPE_SLACK_SECONDS = 30.0  # the token outlives the deadline a little, for the last tool step
+RELAYED = frozenset({"step", "evidence"})  # progress entries passed on as written
+_ENTRY_ID = re.compile(r"\d{1,20}-\d{1,20}")
+
+
+def parse_last_event_id(value: str | None) -> str | None:
+    """A ``Last-Event-ID`` as sent: a progress entry ID (``<ms>-<seq>``), or None."""
+    if value is None or not value.strip():
+        return None
+    value = value.strip()
+    if not _ENTRY_ID.fullmatch(value):
+        raise BadHeader("Last-Event-ID must be the id of an event this run's stream sent, like 1718000000000-0")
+    return value
+
+
+def may_read(record: ApiKeyRecord, meta: RunMeta) -> bool:
+    """Whether ``record``'s key may read the run: same tenant and principal, the agentic
+    permission, and a scope that covers the run's (a run recorded without one: nobody)."""
+    return (
+        "search:agentic" in record.permissions
+        and meta.tenant_id == record.tenant_id
+        and meta.principal == record.principal
+        and bool(meta.mailboxes)
+        and set(meta.mailboxes) <= set(record.mailboxes)
+    )
+
+
+def _progress(fields: dict) -> ProgressEvent | None:
+    """A progress entry, or None for one that breaks its contract (any stage may write
+    the stream; a bad entry must not end a client's stream)."""
+    try:
+        return decode(fields, ProgressEvent)
+    except (ValueError, KeyError, TypeError):
+        return None
 
 
 class RunService:
@@ -60,6 +101,7 @@ class RunService:
         meta = RunMeta(
             run_id=run_id, tenant_id=record.tenant_id, principal=record.principal, question=req.query,
             scope_token=token, created_at=now, deadline=deadline, max_steps=budgets.max_steps,
+            key_id=record.key_id, mailboxes=mailboxes,
         )
         await self.redis.set(streams.meta_key(run_id), meta.model_dump_json(), ex=streams.RUN_TTL_SECONDS)
         await self.redis.zadd(streams.WATCHDOG, {run_id: deadline + self.settings.deadline_grace_seconds})
@@ -76,10 +118,11 @@ class RunService:
         return meta
 
     async def meta(self, record: ApiKeyRecord, run_id: str) -> RunMeta:
+        """The run's record, for a caller who may read it (:func:`may_read`)."""
         raw = await self.redis.get(streams.meta_key(run_id))
         meta = RunMeta.model_validate_json(raw) if raw else None
-        if meta is None or meta.tenant_id != record.tenant_id:
-            raise NotFound(f"no run {run_id}")  # another tenant's run does not exist for you
+        if meta is None or not may_read(record, meta):
+            raise NotFound(f"no run {run_id}")  # someone else's run does not exist for you
         return meta
 
     async def result(self, run_id: str) -> RunResult | None:
@@ -99,34 +142,48 @@ class RunService:
             entries = await self.redis.xread({streams.progress_key(meta.run_id): last}, block=250, count=100)
             for _, items in entries or []:
                 last = items[-1][0]
-                if not seen_evidence and any(decode(f, ProgressEvent).event == "evidence" for _, f in items):
+                if not seen_evidence and any(getattr(_progress(f), "event", None) == "evidence" for _, f in items):
                     seen_evidence = True
                     metrics.FIRST_EVIDENCE_SECONDS.observe(time.time() - meta.created_at)
         raise UpstreamTimeout(f"run {meta.run_id} did not finish; ask GET /v1/runs/{meta.run_id} later")
 
     async def events(self, meta: RunMeta, last_event_id: str | None) -> AsyncIterator[dict[str, Any]]:
-        """SSE events from the run's progress stream, from after ``last_event_id``."""
+        """SSE events of the run from after ``last_event_id`` (already validated): the
+        stages' ``step`` and ``evidence`` entries, then ``answer`` and ``done`` from the
+        stored result. A finished run replays from its stored result at any time.
+
+        ``answer`` and ``done`` carry no id: a client resuming after them gets them again
+        rather than a stream that never ends."""
+        progress = streams.progress_key(meta.run_id)
         last = last_event_id or "0-0"
+        live = last_event_id is None
+        seen_evidence = not live
         give_up = meta.deadline + self.settings.deadline_grace_seconds + 10
-        seen_evidence = last_event_id is not None
-        while time.time() < give_up:
-            entries = await self.redis.xread({streams.progress_key(meta.run_id): last}, block=500, count=100)
+        while True:
+            result = await self.result(meta.run_id)
+            if result is None and time.time() >= give_up:
+                break
+            # Once the result is stored, drain what the stream still holds without
+            # blocking, then end with the result.
+            entries = await self.redis.xread({progress: last}, block=None if result else 500, count=100)
             for _, items in entries or []:
                 for entry_id, fields in items:
                     last = entry_id.decode() if isinstance(entry_id, bytes) else entry_id
-                    event = decode(fields, ProgressEvent)
-                    payload: dict[str, Any] = dict(event.payload)
+                    event = _progress(fields)
+                    if event is None or event.event not in RELAYED:
+                        continue  # answer/done here are wake-ups: the result is read below
                     if event.event == "evidence" and not seen_evidence:
                         seen_evidence = True
                         metrics.FIRST_EVIDENCE_SECONDS.observe(time.time() - meta.created_at)
-                    if event.event == "done":
-                        result = await self.result(meta.run_id)
-                        payload = result.model_dump(mode="json") if result else payload
-                        if result and last_event_id is None:
-                            metrics.RUN_SECONDS.labels(result.outcome).observe(time.time() - meta.created_at)
-                    yield {"event": event.event, "id": last, "data": json.dumps(payload, ensure_ascii=False)}
-                    if event.event == "done":
-                        return
+                    yield {"event": event.event, "id": last, "data": json.dumps(event.payload, ensure_ascii=False)}
+            if result is not None and not entries:
+                if live:
+                    metrics.RUN_SECONDS.labels(result.outcome).observe(time.time() - meta.created_at)
+                if result.answer is not None:
+                    answer = {"answer": result.answer.model_dump(mode="json")}
+                    yield {"event": "answer", "data": json.dumps(answer, ensure_ascii=False)}
+                yield {"event": "done", "data": json.dumps(result.model_dump(mode="json"), ensure_ascii=False)}
+                return
         yield {"event": "error", "data": json.dumps({"detail": "run did not finish in time"})}
 
 

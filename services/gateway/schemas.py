@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Literal
+from typing import Literal, get_args
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, field_validator
 
 from shared.filters import Narrowing
 from shared.messages import Hit, Strategy
 
-Permission = Literal["search", "search:agentic", "admin"]
+# No "admin" permission: the admin API is cross-tenant (ingest into any tenant, keys for
+# anyone), so only the deployment's admin token opens it, never a tenant's API key.
+Permission = Literal["search", "search:agentic"]
+PERMISSIONS: tuple[str, ...] = get_args(Permission)
 
 
 class _Body(BaseModel):
@@ -48,6 +51,21 @@ class ApiKeyRecord(_Body):
     permissions: list[Permission]
     mailboxes: list[str] = Field(min_length=1)
     created_at: datetime
+    expires_at: AwareDatetime | None = None
+    revoked_at: AwareDatetime | None = None
+
+    @field_validator("permissions", mode="before")
+    @classmethod
+    def _drop_retired(cls, value: object) -> object:
+        # Records stored before "admin" was retired still load; the grant is gone.
+        return [p for p in value if p in PERMISSIONS] if isinstance(value, list) else value
+
+    def status_at(self, now: datetime) -> Literal["active", "expired", "revoked"]:
+        if self.revoked_at is not None:
+            return "revoked"
+        if self.expires_at is not None and self.expires_at <= now:
+            return "expired"
+        return "active"
 
 
 class KeyCreate(_Body):
@@ -55,11 +73,24 @@ class KeyCreate(_Body):
     principal: str = Field(min_length=1, max_length=200)
     permissions: list[Permission] = Field(default_factory=lambda: ["search", "search:agentic"])
     mailboxes: list[str] = Field(min_length=1)
+    expires_at: AwareDatetime | None = Field(
+        default=None, description="When the key stops working (RFC 3339 with a time zone); never if absent."
+    )
 
 
 class KeyCreated(_Body):
     key: str
     record: ApiKeyRecord
+
+
+class KeyInfo(ApiKeyRecord):
+    """A key as the admin API lists it: its record and state, never the key itself."""
+
+    status: Literal["active", "expired", "revoked"]
+
+
+class KeyList(_Body):
+    keys: list[KeyInfo]
 
 
 class TenantSettings(_Body):
@@ -89,5 +120,11 @@ class IngestBatch(_Body):
 
 class IngestResult(_Body):
     indexed: int
-    duplicate: int
+    duplicate: int = Field(description="Copies of mail already indexed; a new mailbox or folder is recorded on it.")
     errors: list[str]
+    collisions: int = Field(
+        default=0, description="Indexed as messages of their own: the tenant has other content under their Message-ID."
+    )
+    notes: list[str] = Field(
+        default_factory=list, description="`message N: ...`: what an ingest limit cut from an imported message."
+    )

@@ -14,7 +14,7 @@ from datetime import datetime, timezone
 
 from redis.asyncio import Redis
 
-from services.gateway.errors import Forbidden, InvalidRequest, Unauthorized, UpstreamTimeout
+from services.gateway.errors import Forbidden, InvalidRequest, NotFound, Unauthorized, UpstreamTimeout
 from services.gateway.repository import GatewayRepository
 from services.gateway.schemas import (
     ApiKeyRecord,
@@ -22,6 +22,8 @@ from services.gateway.schemas import (
     IngestResult,
     KeyCreate,
     KeyCreated,
+    KeyInfo,
+    KeyList,
     Permission,
     SearchRequest,
     SearchResponse,
@@ -59,6 +61,9 @@ class GatewayService:
         record = await self.repo.find_key(key)
         if record is None:
             raise Unauthorized("API key not recognised")
+        status = record.status_at(datetime.now(timezone.utc))
+        if status != "active":
+            raise Unauthorized(f"API key {status}")
         return record
 
     @staticmethod
@@ -67,8 +72,9 @@ class GatewayService:
             raise Forbidden(f"this API key lacks the '{permission}' permission")
 
     def require_admin(self, token: str | None) -> None:
-        expected = self.settings.admin_token
-        if expected is None or not token or not secrets.compare_digest(token, expected.get_secret_value()):
+        expected = self.settings.admin_token.get_secret_value().encode()
+        # Bytes, not str: compare_digest raises TypeError on non-ASCII str (a 500, not a 401).
+        if not token or not secrets.compare_digest(token.encode(), expected):
             raise Unauthorized("admin token missing or wrong")
 
     def sign(self, record: ApiKeyRecord, *, run_id: str = "", expires_at: float | None = None) -> str:
@@ -91,6 +97,9 @@ class GatewayService:
     # ------------------------------------------------------------ admin
 
     async def create_key(self, spec: KeyCreate) -> KeyCreated:
+        now = datetime.now(timezone.utc)
+        if spec.expires_at is not None and spec.expires_at <= now:
+            raise InvalidRequest("expires_at: must be in the future")
         key = "pk_" + secrets.token_urlsafe(32)
         record = ApiKeyRecord(
             key_id=uuid.uuid4().hex[:12],
@@ -98,10 +107,29 @@ class GatewayService:
             principal=spec.principal,
             permissions=spec.permissions,
             mailboxes=spec.mailboxes,
-            created_at=datetime.now(timezone.utc),
+            created_at=now,
+            expires_at=spec.expires_at,
         )
         await self.repo.save_key(key, record)
         return KeyCreated(key=key, record=record)
+
+    async def list_keys(self, tenant_id: str | None) -> KeyList:
+        now = datetime.now(timezone.utc)
+        records = [r for r in await self.repo.list_keys() if tenant_id is None or r.tenant_id == tenant_id]
+        records.sort(key=lambda r: (r.tenant_id, r.created_at))
+        return KeyList(keys=[KeyInfo(**r.model_dump(), status=r.status_at(now)) for r in records])
+
+    async def revoke_key(self, key_id: str) -> KeyInfo:
+        """Revoke a key for good; revoking a revoked key changes nothing."""
+        found = await self.repo.find_key_by_id(key_id)
+        if found is None:
+            raise NotFound(f"no API key {key_id}")
+        digest, record = found
+        now = datetime.now(timezone.utc)
+        if record.revoked_at is None:
+            record = record.model_copy(update={"revoked_at": now})
+            await self.repo.update_key(digest, record)
+        return KeyInfo(**record.model_dump(), status=record.status_at(now))
 
     # ------------------------------------------------------------ direct calls
 
@@ -157,4 +185,6 @@ class GatewayService:
             indexed=sum(i.status == "indexed" for i in reply.items),
             duplicate=sum(i.status == "duplicate" for i in reply.items),
             errors=[f"message {i.index}: {i.error}" for i in reply.items if i.status == "error"],
+            collisions=sum(i.collision for i in reply.items),
+            notes=[f"message {i.index}: {note}" for i in reply.items for note in i.notes],
         )

@@ -10,6 +10,7 @@ from contextlib import asynccontextmanager
 from typing import AsyncIterator
 
 from redis.asyncio import Redis
+from redis.exceptions import WatchError
 
 from services.planner.errors import RunStateMissing
 from services.planner.schemas import RunState
@@ -18,13 +19,11 @@ from shared.bus import encode, publish
 from shared.messages import ProgressEvent, RunSnapshot
 
 LOCK_MS = 5_000
-_RELEASE = "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0"
 
 
 class PlannerRepository:
     def __init__(self, redis: Redis) -> None:
         self.redis = redis
-        self._release = redis.register_script(_RELEASE)
 
     async def create(self, state: RunState) -> bool:
         """Store a new run's state; False when it already exists (a redelivery)."""
@@ -54,7 +53,21 @@ class PlannerRepository:
         try:
             yield
         finally:
-            await self._release(keys=[key], args=[token])
+            await self._release(key, token)
+
+    async def _release(self, key: str, token: str) -> None:
+        """Delete the lock only if it is still ours (it may have expired and been taken).
+        WATCH/MULTI rather than a script: the planner's Redis user may not run scripts."""
+        async with self.redis.pipeline(transaction=True) as pipe:
+            try:
+                await pipe.watch(key)
+                current = await pipe.get(key)
+                if current in (token, token.encode()):
+                    pipe.multi()
+                    pipe.delete(key)
+                    await pipe.execute()
+            except WatchError:
+                pass  # changed meanwhile: no longer ours
 
     async def finished(self, run_id: str) -> bool:
         return bool(await self.redis.exists(streams.final_key(run_id)))

@@ -68,6 +68,7 @@ class RunState(BaseModel):
     decision: Decision = "pending"
     notes: list[str] = Field(default_factory=list)  # what was searched and what came of it
     focus: list[str] = Field(default_factory=list)  # evidence ids, most relevant first
+    found_later: list[str] = Field(default_factory=list)  # first found by a search round, newest first
     hits: list[Hit] = Field(default_factory=list)  # the question's own hybrid search
     proposed: list[DraftSentence] = Field(default_factory=list)  # the answer the model wrote
     refunded: bool = False  # one step given back for a search that only filters emptied

@@ -95,7 +95,7 @@ class Planner:
                 return
             run = state.run
             evidence = await read_evidence(self.repo.redis, run_id, state.focus)
-            shown = P.build(run.question, evidence)
+            shown = P.build(run.question, evidence, first=state.found_later)
             if not shown:
                 # Nothing in scope matches: no model call can answer from nothing.
                 async with self.repo.locked(run_id):
@@ -259,6 +259,8 @@ class Planner:
         # Later finds go first, interleaved with earlier ones, so a targeted search is
         # seen even when the passage budget is tight.
         state.focus = _interleave(new_ids, state.focus) if batch.step > 0 else state.focus + new_ids
+        if batch.step > 0:
+            state.found_later = new_ids + [m for m in state.found_later if m not in new_ids]
         if emptied_by_filters and not state.refunded and state.steps_used > 0:
             state.refunded = True
             state.steps_used -= 1
@@ -291,7 +293,7 @@ class Planner:
             AnswerRequested(
                 run_id=run.run_id, tenant_id=run.tenant_id, scope_token=run.scope_token, deadline=run.deadline,
                 question=run.question, step=state.next_step, trace=state.trace, usage=state.usage,
-                focus=state.focus, hits=state.hits, proposed=state.proposed,
+                focus=state.focus, found_later=state.found_later, hits=state.hits, proposed=state.proposed,
             ),
         )
 

@@ -6,6 +6,7 @@
         │                          NotFound, UnknownTool)
         └── IngestError            mail that cannot be imported
             ├── MalformedMessage   not an RFC 822 message (empty, binary, no headers)
+            ├── MessageTooLarge    over an ingest limit: size, parse time or memory
             └── UnreadableSource   a path that is not .eml, mbox, Maildir or a folder
 """
 
@@ -28,6 +29,12 @@ class IngestError(SearcherError):
 class MalformedMessage(IngestError):
     code = "malformed_message"
     title = "Not an RFC 822 message"
+
+
+class MessageTooLarge(IngestError):
+    status = 413
+    code = "message_too_large"
+    title = "Message over an ingest limit"
 
 
 class UnreadableSource(IngestError):

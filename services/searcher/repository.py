@@ -8,6 +8,7 @@ in every query.
 
 from __future__ import annotations
 
+import html
 import re
 from collections import defaultdict
 from datetime import date, datetime, time, timezone
@@ -29,6 +30,9 @@ _STOPWORDS = frozenset(
     "what when where which who why will with you your".split()
 )
 _WORD = re.compile(r"[\w][\w.@-]*[\w]|\w", re.UNICODE)
+# C0/C1 controls and bidi overrides: invisible in a one-line snippet, or worse (terminal
+# escapes, text that reads in another order than it is stored).
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 
 
 # An identifier (an invoice, claim or order number) is the keyword side's job: the
@@ -82,9 +86,10 @@ def scope_filter(scope: Scope, narrowing: Narrowing | None = None, **extra: obje
 
 
 def mark_snippet(text: str, query: str, width: int = SNIPPET_CHARS) -> str:
-    """A window of ``text`` around the first query term, terms wrapped in <mark>."""
+    """A window of ``text`` around the first query term, as an HTML fragment: the mail
+    text escaped, then query terms wrapped in <mark> (the only tag it can hold)."""
     terms = {t.casefold() for t in _WORD.findall(query) if len(t) > 1} - _STOPWORDS
-    flat = " ".join(text.split())
+    flat = " ".join(_CONTROL.sub(" ", text).split())
     first = None
     for m in _WORD.finditer(flat):
         if m.group().casefold() in terms:
@@ -96,28 +101,38 @@ def mark_snippet(text: str, query: str, width: int = SNIPPET_CHARS) -> str:
         window = "…" + window
     if start + width < len(flat):
         window += "…"
-    if not terms:
-        return window
-    return _WORD.sub(lambda m: f"<mark>{m.group()}</mark>" if m.group().casefold() in terms else m.group(), window)
+    # Escape each piece, never the marked-up whole: mail text is untrusted HTML-wise
+    # (an HTML mail's "&lt;img onerror=...&gt;" is the text "<img onerror=...>" here).
+    out, pos = [], 0
+    for m in _WORD.finditer(window) if terms else ():
+        if m.group().casefold() in terms:
+            out.append(html.escape(window[pos : m.start()]))
+            out.append(f"<mark>{html.escape(m.group())}</mark>")
+            pos = m.end()
+    out.append(html.escape(window[pos:]))
+    return "".join(out)
 
 
-def _hit(chunk: ScoredChunk, query: str) -> Hit:
+def _hit(chunk: ScoredChunk, query: str, flt: IndexFilter) -> Hit:
     p = chunk.payload
+    # Of the message's deliveries, only one inside the caller's filter is named: which
+    # other mailboxes also received it is not the caller's to know.
+    mailbox, folder = p.delivery_in(flt.mailboxes, flt.folders)
     return Hit(
         message_id=p.message_id,
         thread_id=p.thread_id,
-        mailbox=p.mailbox,
+        mailbox=mailbox,
         sender=p.sender,
         date=p.date,
         subject=p.subject,
         snippet=mark_snippet(p.text, query),
         score=chunk.score,
-        folder=p.folder,
+        folder=folder,
         has_attachments=p.has_attachments,
     )
 
 
-def group_hits(chunks: Iterable[ScoredChunk], query: str, limit: int) -> list[Hit]:
+def group_hits(chunks: Iterable[ScoredChunk], query: str, limit: int, flt: IndexFilter) -> list[Hit]:
     """One hit per message, from its best chunk, best first."""
     best: dict[str, ScoredChunk] = {}
     for c in chunks:
@@ -125,11 +140,12 @@ def group_hits(chunks: Iterable[ScoredChunk], query: str, limit: int) -> list[Hi
         if cur is None or c.score > cur.score:
             best[c.payload.message_id] = c
     ranked = sorted(best.values(), key=lambda c: c.score, reverse=True)[:limit]
-    return [_hit(c, query) for c in ranked]
+    return [_hit(c, query, flt) for c in ranked]
 
 
-def assemble(payloads: Sequence[ChunkPayload]) -> list[EvidenceMessage]:
-    """Whole messages from their chunks: body and attachments from the stored source."""
+def assemble(payloads: Sequence[ChunkPayload], flt: IndexFilter) -> list[EvidenceMessage]:
+    """Whole messages from their chunks: body and attachments from the stored source;
+    the mailbox named is one of ``flt``'s that the message was delivered to."""
     by_msg: dict[str, list[ChunkPayload]] = defaultdict(list)
     for p in payloads:
         by_msg[p.message_id].append(p)
@@ -158,7 +174,7 @@ def assemble(payloads: Sequence[ChunkPayload]) -> list[EvidenceMessage]:
                 message_id=head.message_id,
                 tenant_id=head.tenant_id,
                 thread_id=head.thread_id,
-                mailbox=head.mailbox,
+                mailbox=head.delivery_in(flt.mailboxes, flt.folders)[0],
                 sender=head.sender,
                 recipients=head.recipient_names or head.recipients,
                 date=head.date,
@@ -186,12 +202,12 @@ class ScopedMailRepository:
         flt = scope_filter(scope, narrowing)
         dense = None if mode == "keyword" else self._embedder.embed([query])[0]
         chunks = self._index.query(flt, mode=mode, text=query, dense=dense, limit=limit * 4)
-        hits = group_hits(chunks, query, limit)
+        hits = group_hits(chunks, query, limit, flt)
         ids = identifiers(query) if mode == "hybrid" else []
         if ids:
             exact = [
                 h
-                for h in group_hits(self._index.query(flt, mode="keyword", text=" ".join(ids), dense=None, limit=limit * 4), query, limit)
+                for h in group_hits(self._index.query(flt, mode="keyword", text=" ".join(ids), dense=None, limit=limit * 4), query, limit, flt)
                 if any(i.casefold() in h.snippet.casefold() for i in ids)
             ]
             first = {h.message_id for h in exact}
@@ -206,7 +222,7 @@ class ScopedMailRepository:
         if not message_ids:
             return []
         flt = scope_filter(scope, message_ids=tuple(message_ids))
-        return assemble(self._index.scroll(flt, limit=2000))
+        return assemble(self._index.scroll(flt, limit=2000), flt)
 
     def message(self, scope: Scope, message_id: str) -> EvidenceMessage:
         found = self.messages(scope, [message_id])
@@ -220,7 +236,7 @@ class ScopedMailRepository:
         """A thread's messages oldest first: its first ``limit``, or with ``latest`` its
         last ``limit``."""
         flt = scope_filter(scope, thread_ids=(thread_id,))
-        found = assemble(self._index.scroll(flt, limit=2000))
+        found = assemble(self._index.scroll(flt, limit=2000), flt)
         if not found:
             raise NotFound(f"thread {thread_id} is not in scope")
         return found[-limit:] if latest else found[:limit]
@@ -233,9 +249,10 @@ class ScopedMailRepository:
         if not vectors:
             raise NotFound(f"message {message_id} is not in scope")
         seed = self.message(scope, message_id)
-        chunks = self._index.recommend(scope_filter(scope, narrowing), vectors[0], limit=limit * 4 + 4)
+        flt = scope_filter(scope, narrowing)
+        chunks = self._index.recommend(flt, vectors[0], limit=limit * 4 + 4)
         others = [c for c in chunks if c.payload.message_id != message_id]
-        return group_hits(others, seed.subject, limit)
+        return group_hits(others, seed.subject, limit, flt)
 
     def contacts(
         self, scope: Scope, narrowing: Narrowing | None = None, query: str | None = None, limit: int = 20

@@ -21,6 +21,7 @@ from services.searcher import metrics
 from services.searcher.embedding import BatchingEmbedder, make_embedder
 from services.searcher.errors import SearcherError
 from services.searcher.index import open_index
+from services.searcher.ingest.limits import IngestLimits
 from services.searcher.ingest.service import Ingester
 from services.searcher.repository import ScopedMailRepository
 from services.searcher.service import ToolRunner
@@ -181,12 +182,25 @@ async def on_ingest(req: IngestRequested) -> None:
     for item in report.items:
         metrics.INGESTED.labels(item.status).inc()
         items.append(item)
+    metrics.MESSAGE_ID_COLLISIONS.inc(report.collisions)
     await _reply(req.request_id, IngestReplied(request_id=req.request_id, items=items))
 
 
 subscribe(broker, redis, streams.QUERIES, SearchRequested, on_query, concurrency=settings.worker_concurrency)
 subscribe(broker, redis, streams.TOOLS, ToolBatchRequested, on_tools, concurrency=settings.worker_concurrency)
 subscribe(broker, redis, streams.INGEST, IngestRequested, on_ingest)
+
+
+def _ingest_limits() -> IngestLimits:
+    return IngestLimits(
+        max_message_bytes=settings.ingest_max_message_bytes,
+        max_attachments=settings.ingest_max_attachments,
+        max_text_chars=settings.ingest_max_text_chars,
+        max_chunks=settings.ingest_max_chunks,
+        extract_timeout_seconds=settings.extract_timeout_seconds,
+        parse_timeout_seconds=settings.ingest_parse_timeout_seconds,
+        parse_memory_mb=settings.ingest_parse_memory_mb,
+    )
 
 
 @app.on_startup
@@ -197,7 +211,7 @@ async def _startup() -> None:
     embedder = make_embedder(settings)
     index = open_index(settings, embedder.dim)
     state.runner = ToolRunner(ScopedMailRepository(index, BatchingEmbedder(embedder)))
-    state.ingester = Ingester(index, embedder, settings.chunk_chars)
+    state.ingester = Ingester(index, embedder, settings.chunk_chars, limits=_ingest_limits())
     embedder.embed(["warm up"])  # load the model before the first request, not during it
     if settings.metrics_port:
         serve_metrics(settings.metrics_port)

@@ -3,6 +3,7 @@
     PmError
     └── VerifierError
         ├── RequestContractError   a pm:drafts entry that does not match VerificationRequested
+        ├── DraftMismatch          a draft whose run, tenant, scope or question is not the run's record
         ├── StoreError             Redis refused or failed a read or write
         └── AuditInputError        a draft or evidence file given to ``pmsearch verify`` is unusable
 
@@ -26,6 +27,15 @@ class RequestContractError(VerifierError, ContractError):
     status = 422
     code = "verification_request_invalid"
     title = "Verification request does not match its contract"
+
+
+class DraftMismatch(VerifierError, ContractError):
+    """A draft that does not match the gateway's record of its run (forged, or for a run
+    the gateway never admitted): it never finishes a run; it goes to dead letters."""
+
+    status = 422
+    code = "draft_mismatch"
+    title = "Draft does not match its run"
 
 
 class StoreError(VerifierError):

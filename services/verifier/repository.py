@@ -18,7 +18,8 @@ but before the mark) can repeat ``RunFinished`` for a run; readers treat it as
 idempotent by ``run_id``. A lost ``RunFinished`` would be worse.
 
 Keys written: ``final_key(run)``, ``owner_key(run)``, ``progress_key(run)``,
-``pm:results``. Read: ``evidence_key(run)``, ``snapshot_key(run)``.
+``pm:results``. Read: ``evidence_key(run)``, ``snapshot_key(run)``, ``meta_key(run)``
+(the gateway's record of the run, which every draft is held against).
 """
 
 from __future__ import annotations
@@ -31,8 +32,10 @@ from pydantic import ValidationError
 from redis.exceptions import RedisError
 
 from shared.bus import publish
-from shared.messages import EvidenceMessage, ProgressEvent, RunFinished, RunResult, RunSnapshot
-from shared.streams import RESULTS, RUN_TTL_SECONDS, evidence_key, final_key, progress_key, run_key, snapshot_key
+from shared.messages import EvidenceMessage, ProgressEvent, RunFinished, RunMeta, RunResult, RunSnapshot
+from shared.streams import (
+    RESULTS, RUN_TTL_SECONDS, evidence_key, final_key, meta_key, progress_key, run_key, snapshot_key,
+)
 from services.verifier.errors import StoreError
 
 log = logging.getLogger("pmsearch.verifier")
@@ -83,6 +86,20 @@ class Repository:
             return RunSnapshot.model_validate_json(raw)
         except ValidationError:
             log.warning("run %s: snapshot unreadable, ignored", run_id)
+            return None
+
+    async def run_meta(self, run_id: str) -> RunMeta | None:
+        """The gateway's record of the run; None when there is none (or it is unreadable)."""
+        try:
+            raw = await self.redis.get(meta_key(run_id))
+        except RedisError as exc:
+            raise StoreError(f"cannot read the record of run {run_id}: {exc}") from exc
+        if raw is None:
+            return None
+        try:
+            return RunMeta.model_validate_json(raw)
+        except ValidationError:
+            log.warning("run %s: record unreadable, ignored", run_id)
             return None
 
     async def stored_result(self, run_id: str) -> RunResult | None:

@@ -21,9 +21,15 @@ A sentence (after this service's own split) is kept only when
    ``unsupported_claim``, offending: up to five missing words; see :mod:`.support`).
    A real quote cannot carry an invented claim past this. The question's words are no
    free pass: the question may come from an attacker too;
-8. when the question names a code (an invoice, claim or order number), at least one
-   cited message names it too (else ``off_question``, offending: the code): a true
-   sentence about another invoice does not answer this one.
+8. what the question pins down is named by its sources (else ``off_question``,
+   offending: what is missing; see :mod:`.question`): a code (an invoice, claim or
+   order number) by a cited message, a proper name or a month by a cited message or
+   another message of its thread. A true sentence about another invoice, another
+   tenant's claim or April's bill does not answer about this one.
+
+And the answer as a whole: when the question's first clause asks for a figure ("how
+much", "when", "what's the number of", "the link to"), at least one kept sentence
+gives one of that kind, else every sentence is removed with ``asked_figure_missing``.
 
 For 6 and 7 a message is its body, attachments, subject and sender, and for figures
 also its date ("Anna wrote on 29 November ...").
@@ -58,6 +64,8 @@ from shared.messages import (
 )
 from services.verifier.citations import parse_structured, strip_markers
 from services.verifier.figures import normalize_figures, sentence_figures
+from services.verifier.outcome import degraded_hits, model_note, reason_code
+from services.verifier.question import Pinned, gives, pinned
 from services.verifier.quotes import extract_quotes
 from services.verifier.sources import Sources
 from services.verifier.splitter import split_sentences
@@ -123,7 +131,7 @@ def _check(
     malformed: list[str],
     sources: Sources,
     unsupported_threshold: float = UNSUPPORTED_THRESHOLD,
-    question_codes: tuple[str, ...] = (),
+    question: Pinned = Pinned(),
 ) -> AnswerSentence | RemovedSentence:
     clean, inline = strip_markers(raw)
 
@@ -143,9 +151,10 @@ def _check(
     for message_id in cited:
         if message_id not in sources:
             return removed("unknown_citation", message_id)
-    for code in question_codes:
-        if not any(sources[message_id].mentions(code) for message_id in cited):
-            return removed("off_question", code)
+    if question:
+        offending = _off_question(question, sources, cited)
+        if offending is not None:
+            return removed("off_question", offending)
 
     # Every quote must be found in at least one cited message; each citation gets the
     # first of the sentence's quotes that its own message holds.
@@ -202,6 +211,25 @@ def _check(
     return AnswerSentence(text=clean, citations=citations)
 
 
+def _off_question(question: Pinned, sources: Sources, cited: list[str]) -> str | None:
+    """The first thing the question pins down that the sentence's sources never name.
+
+    A code must be named by a cited message itself; a name or month may also be named by
+    another message of a cited thread (see :mod:`.question`).
+    """
+    for code in question.codes:
+        if not any(sources[message_id].mentions(code) for message_id in cited):
+            return code
+    context = sources.threads_of(cited) if question.names or question.months else []
+    for name in question.names:
+        if not any(source.names(name) for source in context):
+            return name
+    for month in question.months:
+        if not any(source.in_month(month) for source in context):
+            return month
+    return None
+
+
 def verify(
     draft: Draft,
     evidence: Mapping[str, EvidenceMessage],
@@ -213,22 +241,31 @@ def verify(
 
     ``evidence`` is the run's evidence as the searcher stored it, keyed by message ID.
     ``unsupported_threshold`` is the share of missing content words above which a
-    sentence is an unsupported claim. ``question`` supplies the codes a sentence's
-    sources must name (``off_question``).
+    sentence is an unsupported claim. ``question`` supplies what a sentence's sources
+    must name (``off_question``) and the kind of figure the answer must give
+    (``asked_figure_missing``).
     """
     sources = Sources(evidence)
-    codes = question_codes(question)
+    pins = pinned(question)
     verdict = Verdict()
     for text, inherited, malformed, structured in _units(draft):
         sentences = split_sentences(text)
         if not sentences and structured:
             verdict.removed.append(RemovedSentence(text=text, reason="empty_sentence"))
         for sentence in sentences:
-            outcome = _check(sentence.text, inherited, malformed, sources, unsupported_threshold, codes)
+            outcome = _check(sentence.text, inherited, malformed, sources, unsupported_threshold, pins)
             if isinstance(outcome, AnswerSentence):
                 verdict.kept.append(outcome)
             else:
                 verdict.removed.append(outcome)
+    if pins.asks and verdict.kept and not any(gives(pins.asks, s.text) for s in verdict.kept):
+        # Each sentence may be true, but none gives what was asked ("how much" answered
+        # without an amount): together they do not answer.
+        verdict.removed.extend(
+            RemovedSentence(text=s.text, reason="asked_figure_missing", offending=pins.asks)
+            for s in verdict.kept
+        )
+        verdict.kept = []
     return verdict
 
 
@@ -296,19 +333,6 @@ def _searched(trace: Trace) -> list[ToolCall]:
     return calls
 
 
-# An invoice, claim or order code: letters, then hyphen-joined groups ending in digits
-# (INV-2024-0173, CLM-2024-55817, FP-3391).
-_CODE = re.compile(r"\b[A-Za-z]{2,}(?:-[A-Za-z0-9]+)*-\d{2,}\b")
-
-
-def question_codes(question: str) -> tuple[str, ...]:
-    """The codes a question names. A sentence none of whose sources holds one of them
-    answers about something else (another invoice, another tenant's claim), however true
-    it is of its own source. The question only ever removes sentences this way, so an
-    attacker who writes it gains nothing."""
-    return tuple(dict.fromkeys(m.group().upper() for m in _CODE.finditer(question)))
-
-
 def _safe_verify(
     draft: Draft, evidence: Mapping[str, EvidenceMessage], unsupported_threshold: float, question: str
 ) -> Verdict:
@@ -328,34 +352,33 @@ def decide_with_verdict(
     now: float | None = None,
     unsupported_threshold: float = UNSUPPORTED_THRESHOLD,
 ) -> tuple[RunResult, Verdict]:
-    """The run's result and, for an ``answer`` ending, the verdict behind it."""
+    """The run's result and, for an ``answer`` ending, the verdict behind it.
+
+    ``request`` must have passed :func:`.outcome.checked` against the run's record; the
+    result takes from it only what that checked, the verdict and what stored evidence
+    confirms (see :mod:`.outcome`)."""
     evidence = run_evidence(request, evidence)
     trace = request.trace.model_copy(deep=True)
     trace.searched = _searched(trace)
     verdict = Verdict()
     answer: Answer | None = None
     hits = []
-    reason = request.reason
+    finished_at = time.time() if now is None else now
 
     if request.ending == "answer":
         if request.draft is not None:
             verdict = _safe_verify(request.draft, evidence, unsupported_threshold, request.question)
         answer = verdict.answer()
         trace.removed_sentences.extend(verdict.removed)
-        if answer is not None:
-            outcome = "answered"
-        else:
-            outcome = "insufficient_evidence"
-            reason = reason or (
-                "every sentence of the draft failed verification"
-                if verdict.removed
-                else "the draft had no sentences"
-            )
+        outcome = "answered" if answer is not None else "insufficient_evidence"
     else:
         # The other endings never carry an answer, whatever the message holds.
         outcome = request.ending
         if outcome == "degraded":
-            hits = list(request.hits)
+            hits = degraded_hits(request.hits, evidence)
+    reason = reason_code(
+        request, kept=len(verdict.kept), removed=len(verdict.removed), evidence=evidence, finished_at=finished_at
+    )
 
     cited: list[str] = []
     for sentence in answer.sentences if answer else []:
@@ -374,7 +397,8 @@ def decide_with_verdict(
         trace=trace,
         usage=request.usage,
         reason=reason,
-        finished_at=time.time() if now is None else now,
+        model_note=model_note(request),
+        finished_at=finished_at,
     )
     return result, verdict
 

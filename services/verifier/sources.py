@@ -19,6 +19,7 @@ from itertools import islice
 
 from shared.messages import EvidenceMessage, Excerpt
 from services.verifier import figures
+from services.verifier.question import MONTHS
 from services.verifier.normalize import Normalized, find_phrase, normalize, normalize_with_map
 from services.verifier.support import cached_stem
 
@@ -156,6 +157,18 @@ class Source:
         needle = code.casefold()
         return any(_has_whole_word(part.original.casefold(), needle) for part in self.parts)
 
+    def names(self, name: str) -> bool:
+        """Whether a part, the sender or a recipient names ``name`` (lower case) as a word."""
+        headers = [self.message.sender, *self.message.recipients]
+        return self.mentions(name) or any(_has_whole_word(h.casefold(), name) for h in headers)
+
+    def in_month(self, month: str) -> bool:
+        """Whether the message names ``month`` (full or abbreviated) or was sent in it."""
+        date = self.message.date
+        if date is not None and date.month == MONTHS.index(month) + 1:
+            return True
+        return self.mentions(month) or self.mentions(month[:3])
+
     def _holds(self, needle: str, test: Callable[[str, str], bool]) -> bool:
         # Lazily: a part is only normalised when the parts before it lack the word.
         for part in self.parts:
@@ -268,3 +281,13 @@ class Sources:
         if source is None:
             source = self._ready[message_id] = Source.of(self._evidence[message_id])
         return source
+
+    def threads_of(self, message_ids: list[str]) -> list[Source]:
+        """The cited messages, then the other evidence messages of their threads.
+
+        A reply need not repeat what its thread is about: "accepted" answers the Golf
+        claim when the message it replies to is the Golf claim's.
+        """
+        threads = {self._evidence[m].thread_id for m in message_ids}
+        rest = [k for k, m in self._evidence.items() if m.thread_id in threads and k not in message_ids]
+        return [self[k] for k in [*message_ids, *rest]]

@@ -13,9 +13,10 @@ The verifier does not use :func:`shared.worker.subscribe` because its handler ne
 stream entry ID (the run's owner token, see :mod:`services.verifier.repository`).
 
 A draft is acknowledged only after its result is written (or it lost the race to
-another draft of the same run). A draft that breaks its contract goes straight to the
-dead-letter stream; one that fails ``MAX_DELIVERIES`` times goes there too, with its
-delivery count.
+another draft of the same run). A draft that breaks its contract, or does not match the
+gateway's record of its run (:func:`services.verifier.outcome.checked`), goes straight
+to the dead-letter stream and finishes nothing; one that fails ``MAX_DELIVERIES`` times
+goes there too, with its delivery count.
 
 Entries are FastStream's legacy JSON envelope (``shared.bus.encode``); FastStream 0.7's
 default binary format parser falls back to it, so ``message.body`` is the model's JSON.
@@ -44,7 +45,8 @@ from shared.streams import DRAFTS, GROUP
 from shared.telemetry import serve_metrics, setup_logging
 from shared.worker import MAX_DELIVERIES, RECLAIM_IDLE_MS, consumer_name, make_broker
 from services.verifier import metrics
-from services.verifier.errors import RequestContractError, VerifierError
+from services.verifier.errors import DraftMismatch, RequestContractError, VerifierError
+from services.verifier.outcome import checked
 from services.verifier.repository import Repository
 from services.verifier.service import decide_with_verdict
 
@@ -93,6 +95,7 @@ async def handle(
     token = entry_id.decode() if isinstance(entry_id, bytes) else str(entry_id)
     repo = Repository(redis)
     try:
+        request = checked(request, await repo.run_meta(request.run_id))
         evidence = await repo.load_evidence(request.run_id)
         if not request.trace.steps:
             # The watchdog's ending carries no trace: report what the planner did.
@@ -103,6 +106,10 @@ async def handle(
                 )
         result, verdict = decide_with_verdict(request, evidence)
         published = await repo.finish(result, token)
+    except DraftMismatch as exc:
+        log.warning("run %s: refused a draft: %s", request.run_id, exc.detail)
+        await _dead_letter(message, redis, exc.code, exc.detail, await message.get_delivery_count())
+        return "dead"
     except Exception as exc:  # noqa: BLE001 - decide between retry and dead letter
         deliveries = await message.get_delivery_count()
         code = exc.code if isinstance(exc, VerifierError) else "internal"

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from services.searcher.ingest.schemas import message_key
+from services.searcher.ingest.schemas import legacy_message_key as message_key
 from tests.cli.eval_fake_gateway import FakeGateway
 
 FIXTURE = Path(__file__).with_name("eval_questions.yaml")

@@ -7,8 +7,16 @@ from pathlib import Path
 
 import pytest
 
-from cli.evaluation.questions import EvalInputError, load_questions, parse_questions, resolve_keys, select
-from services.searcher.ingest.schemas import message_key
+from cli.evaluation.questions import (
+    EvalInputError,
+    corpus_message_ids,
+    load_questions,
+    parse_questions,
+    resolve_keys,
+    resolve_supporting,
+    select,
+)
+from services.searcher.ingest.schemas import legacy_message_key as message_key
 
 FIXTURE = Path(__file__).with_name("eval_questions.yaml")
 GOOD = {"id": "q1", "key": "acme/alice", "kind": "answerable", "question": "?", "facts": [["x"]]}
@@ -22,6 +30,17 @@ def test_fixture_set_loads():
     # angle brackets are tolerated; ids map into the key's tenant
     expected = {message_key("acme", "accept-1@insurer.example"), message_key("acme", "photos-2@acme.example")}
     assert claim.supporting_ids() == expected
+
+
+def test_supporting_ids_come_from_the_corpus_copies():
+    from tests.fixtures.stack import DEMO
+
+    corpus = corpus_message_ids(DEMO)
+    rfc_id = "20240215172700.5376b4f7b8278bcd@acme.example"  # filed in INBOX and Archive
+    [copy] = corpus[("acme", rfc_id)]  # one content, one id
+    [q] = parse_questions([{**GOOD, "supporting": [rfc_id]}], "test")
+    resolve_supporting([q], corpus)
+    assert q.supporting_ids() == {copy, message_key("acme", rfc_id)}
 
 
 @pytest.mark.parametrize(

@@ -7,7 +7,7 @@ import pytest
 from cli.evaluation import scoring
 from cli.evaluation.questions import Question
 from cli.evaluation.runner import RunRecord
-from services.searcher.ingest.schemas import message_key
+from services.searcher.ingest.schemas import legacy_message_key as message_key
 
 GOLF = Question(
     id="golf", key="acme/alice", kind="answerable", question="Did they accept?",

@@ -27,7 +27,7 @@ REFUSED = [
 ALLOWED = [
     ("verifier", lambda r: r.set("pm:run:{r2}:final", "{}", nx=True)),
     ("verifier", lambda r: r.xadd("pm:results", {"x": "1"})),
-    ("searcher", lambda r: r.hset("pm:run:{r2}:evidence", "m1", "{}")),
+    ("searcher", lambda r: r.hsetnx("pm:run:{r2}:evidence", "m1", "{}")),
     ("searcher", lambda r: r.xadd("pm:observations", {"x": "1"})),
     ("planner", lambda r: r.xadd("pm:tools", {"x": "1"})),
     ("planner", lambda r: r.xadd("pm:drafts", {"x": "1"})),

@@ -12,7 +12,7 @@ from cli.stack import ROOT
 from tests.fixtures.brains import honest
 
 ANSWERABLE = "golf-accepted"
-MUST_NOT_ANSWER = "ot-golf-from-globex"  # asked in globex, answered only in acme's mail
+MUST_NOT_ANSWER = "q2-review-agenda"  # the mail never says who presents first
 
 
 def run_eval(api, out, *only: str, gates: tuple[str, ...] = (), baseline: bool = False) -> tuple[int, dict, str]:
@@ -45,7 +45,7 @@ def test_eval_scores_runs_of_the_real_stack_and_measures_first_evidence(api, sta
 
 
 def test_eval_gate_fails_when_a_must_not_answer_question_is_answered(api, stack_model, tmp_path):
-    api.tenant("globex", **{"search.agentic_max_steps": 2, "search.agentic_max_seconds": 20})
+    api.tenant("acme", **{"search.agentic_max_steps": 2, "search.agentic_max_seconds": 20})
     stack_model.set_script(honest())  # answers whatever it is shown
     code, summary, err = run_eval(api, tmp_path, MUST_NOT_ANSWER, gates=("--max-wrongly-answered", "0"))
     assert code == 1

@@ -101,6 +101,19 @@ def test_a_long_thread_keeps_its_latest_message_within_the_budget():
     assert len(shown) <= P.MAX_PASSAGES
 
 
+def test_the_message_sharing_most_with_the_question_is_shown_though_search_ranked_it_last():
+    noise = [msg(f"n{i}", f"Newsletter {i}: freight rates and port news. " * 3, thread=f"t{i}", subject="News") for i in range(8)]
+    answer = msg("m1", "The insurer accepted the Golf claim.", thread="golf", subject="Decision on the Golf claim")
+    shown = P.build(QUESTION, [*noise, answer])
+    assert shown[0].message_id == "m1" and shown[0].thread_ref == "T1"
+
+
+def test_what_a_search_round_found_first_goes_first_whatever_its_words():
+    found = msg("m2", "Skoda Octavia: dent repaired.", thread="skoda", subject="Octavia")
+    golf = msg("m1", "The insurer accepted the Golf claim.", thread="golf", subject="Golf claim")
+    assert [p.message_id for p in P.build(QUESTION, [golf, found], first={"m2"})] == ["m2", "m1"]
+
+
 def test_the_first_message_is_shown_even_when_it_alone_exceeds_the_budget():
     (p,) = P.build(QUESTION, [msg("m1", "The insurer accepted the Golf claim. " * 40)], budget=50)
     assert p.message_id == "m1"

@@ -9,30 +9,53 @@ the repository builds every :class:`IndexFilter` from a verified scope.
 Layout: one point per chunk of a message (the body, and each attachment's text), with a
 dense vector ``dense`` (cosine) and a sparse BM25 vector ``bm25`` (IDF modifier), and the
 payload of :class:`ChunkPayload`. ``tenant_id`` has a tenant payload index
-(``is_tenant``); mailbox, thread, sender, folder, date, quarantine and message id are
-indexed for filtering.
+(``is_tenant``); mailboxes, deliveries, thread, sender, date, quarantine and message id
+are indexed for filtering. A message is one set of points however many mailboxes it was
+delivered to: its payload lists every (mailbox, folder) delivery. The layout's version
+is recorded in the collection (see ``layout.SCHEMA_VERSION``); an older index is
+migrated when it is opened.
 """
 
 from __future__ import annotations
 
+import json
 import uuid
 from datetime import datetime
-from typing import Literal, Protocol, Sequence
+from typing import Any, Iterable, Literal, Mapping, Protocol, Sequence
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 IndexMode = Literal["keyword", "semantic", "hybrid"]
 
 POINT_NAMESPACE = uuid.UUID("5b0e1f0e-6d7a-4c1e-9a53-4d2b8f3f7e10")
 
 
+def delivery_key(mailbox: str, folder: str) -> str:
+    """One (mailbox, folder) delivery as a keyword value; JSON, so no mailbox or folder
+    name can make two different pairs spell the same key."""
+    return json.dumps([mailbox, folder], ensure_ascii=False, separators=(",", ":"))
+
+
+def parse_delivery(key: str) -> tuple[str, str]:
+    mailbox, folder = json.loads(key)
+    return mailbox, folder
+
+
 class ChunkPayload(BaseModel):
+    """What each point of a message carries. ``mailboxes`` and ``quarantined`` are
+    derived from the deliveries, so they can never disagree with them."""
+
     model_config = ConfigDict(extra="forbid")
 
     tenant_id: str
-    mailbox: str
-    message_id: str  # pmsearch's id for the message: stable per (tenant, Message-ID)
+    message_id: str  # pmsearch's id: stable per (tenant, Message-ID, content digest)
     rfc_message_id: str
+    # sha256 of the message's content (identity.content_digest); None for a message
+    # indexed before schema 2, whose content ingest compares field by field instead.
+    content_digest: str | None = None
+    deliveries: list[str] = Field(default_factory=list)  # delivery_key()s, not quarantined
+    quarantined_deliveries: list[str] = Field(default_factory=list)  # recorded, shown nowhere
+    mailboxes: list[str] = Field(default_factory=list)  # derived: mailboxes of ``deliveries``
     thread_id: str
     subject: str
     normalized_subject: str
@@ -42,8 +65,7 @@ class ChunkPayload(BaseModel):
     recipient_names: list[str] = Field(default_factory=list)  # "Name <addr>"
     date: datetime | None = None
     date_ts: float | None = None  # Unix seconds, for range filters
-    folder: str = "INBOX"
-    quarantined: bool = False
+    quarantined: bool = False  # derived: no delivery outside quarantine
     has_attachments: bool = False
     attachment_names: list[str] = Field(default_factory=list)
     kind: Literal["body", "attachment"] = "body"
@@ -55,6 +77,70 @@ class ChunkPayload(BaseModel):
     source_text: str | None = None
     in_reply_to: str | None = None
     references: list[str] = Field(default_factory=list)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _single_mailbox(cls, data: Any) -> Any:
+        # The schema-1 form (one ``mailbox`` and ``folder``; an index written by older
+        # code, and a shorthand for tests and benchmarks) becomes one delivery.
+        if isinstance(data, dict) and "mailbox" in data:
+            return single_delivery(data)
+        return data
+
+    @model_validator(mode="after")
+    def _derive(self) -> "ChunkPayload":
+        if not self.deliveries and not self.quarantined_deliveries:
+            raise ValueError("a message needs at least one delivery")
+        for name, value in delivery_fields(self.deliveries, self.quarantined_deliveries).items():
+            setattr(self, name, value)
+        return self
+
+    def with_delivery(self, mailbox: str, folder: str, quarantined: bool) -> dict[str, Any] | None:
+        """The delivery fields once this (mailbox, folder) copy is recorded too; None if
+        it adds nothing. A clean copy lifts a quarantined one in the same place, never
+        the other way round: a spam verdict on one copy must not hide another."""
+        key = delivery_key(mailbox, folder)
+        clean, held = list(self.deliveries), list(self.quarantined_deliveries)
+        if key in clean or (quarantined and key in held):
+            return None
+        if quarantined:
+            held.append(key)
+        else:
+            clean.append(key)
+        return delivery_fields(clean, held)
+
+    def delivery_in(self, mailboxes: Iterable[str], folders: Iterable[str] | None = None) -> tuple[str, str]:
+        """The first clean delivery inside ``mailboxes`` (and ``folders``): what a caller
+        with that scope is shown as the message's mailbox and folder. ("", "") if none."""
+        boxes, wanted = set(mailboxes), set(folders) if folders is not None else None
+        for key in self.deliveries:
+            mailbox, folder = parse_delivery(key)
+            if mailbox in boxes and (wanted is None or folder in wanted):
+                return mailbox, folder
+        return "", ""
+
+
+def delivery_fields(deliveries: Iterable[str], quarantined_deliveries: Iterable[str]) -> dict[str, Any]:
+    """The delivery lists without repeats, and the fields derived from them."""
+    clean = list(dict.fromkeys(deliveries))
+    held = [d for d in dict.fromkeys(quarantined_deliveries) if d not in set(clean)]
+    return {
+        "deliveries": clean,
+        "quarantined_deliveries": held,
+        "mailboxes": list(dict.fromkeys(parse_delivery(d)[0] for d in clean)),
+        "quarantined": not clean,
+    }
+
+
+def single_delivery(data: Mapping[str, Any]) -> dict[str, Any]:
+    """A schema-1 payload (``mailbox``, ``folder``, ``quarantined``) in today's form."""
+    out = dict(data)
+    key = delivery_key(out.pop("mailbox"), out.pop("folder", None) or "INBOX")
+    quarantined = bool(out.pop("quarantined", False))
+    out.pop("mailboxes", None)
+    out["deliveries"] = [] if quarantined else [key]
+    out["quarantined_deliveries"] = [key] if quarantined else []
+    return out
 
 
 class Chunk(BaseModel):
@@ -72,7 +158,9 @@ class Chunk(BaseModel):
 
 class IndexFilter(BaseModel):
     """Conditions every returned point meets. ``tenant_id`` and ``mailboxes`` are
-    required; quarantined points are always excluded by the adapter itself."""
+    required; quarantined points are always excluded by the adapter itself. A message
+    matches ``mailboxes`` when it was delivered (outside quarantine) to any of them, and
+    ``folders`` when one of those deliveries is in one of the folders."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -126,10 +214,13 @@ class MailIndex(Protocol):
     def count(self, flt: IndexFilter) -> int:
         ...
 
-    def has_message(self, tenant_id: str, message_id: str) -> bool:
-        """Whether any point of this message exists in any mailbox of the tenant,
-        quarantined or not. For ingest's idempotency only: it answers existence and
-        returns no mail."""
+    def message_copies(self, tenant_id: str, rfc_message_id: str) -> list[ChunkPayload]:
+        """The opening chunk (``chunk_no`` 0) of each part of every message of the
+        tenant with this Message-ID, in any mailbox, quarantined or not. For ingest's
+        identity and delivery bookkeeping only; never handed to a caller."""
+
+    def set_message_fields(self, tenant_id: str, message_id: str, fields: Mapping[str, Any]) -> None:
+        """Set payload fields on every point of one message (a new delivery)."""
 
     def close(self) -> None:
         ...

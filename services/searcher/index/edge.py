@@ -13,9 +13,10 @@ qdrant-edge-py 0.9 holds the GIL while optimising: the whole process pauses (abo
 
 from __future__ import annotations
 
+import logging
 import threading
 from pathlib import Path
-from typing import Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 import qdrant_edge as qe
@@ -28,6 +29,8 @@ from services.searcher.index.base import (
     IndexMode,
     ScoredChunk,
 )
+
+log = logging.getLogger(__name__)
 
 _SCHEMA = {
     layout.TENANT_FIELD: lambda: qe.KeywordIndexParams(is_tenant=True),
@@ -80,9 +83,47 @@ class EdgeIndex:
         for field, schema in _SCHEMA.items():
             if field not in existing:
                 self._shard.update(qe.UpdateOperation.create_field_index(field, schema()))
+        self._upgrade_schema(existing)
         self._optimize_after = optimize_after
         self._pending = 0
         self._optimized_size = self._shard.info().points_count
+
+    def _upgrade_schema(self, indexed: set[str]) -> None:
+        """Bring a shard written by older code to :data:`layout.SCHEMA_VERSION` (payloads
+        rewritten in place, vectors and ids untouched), then record the version."""
+        shard = self.shard
+        found = shard.retrieve([layout.SCHEMA_POINT_ID], True, False)
+        version = (found[0].payload or {}).get(layout.SCHEMA_FIELD) if found else None
+        if version == layout.SCHEMA_VERSION:
+            return
+        if version is not None and version > layout.SCHEMA_VERSION:
+            raise ValueError(f"index at {self.path} has schema {version}, newer than this code's {layout.SCHEMA_VERSION}")
+        moved = 0
+        for fields, ids in layout.migration_groups(self._all_payloads()):
+            for i in range(0, len(ids), layout.UPSERT_BATCH):
+                batch = ids[i : i + layout.UPSERT_BATCH]
+                shard.update(qe.UpdateOperation.set_payload(batch, fields))
+                shard.update(qe.UpdateOperation.delete_payload(batch, list(layout.LEGACY_FIELDS)))
+            moved += len(ids)
+        for field in layout.LEGACY_FIELDS:
+            if field in indexed:
+                shard.update(qe.UpdateOperation.delete_field_index(field))
+        marker = qe.Point(layout.SCHEMA_POINT_ID, {}, {layout.SCHEMA_FIELD: layout.SCHEMA_VERSION})
+        shard.update(qe.UpdateOperation.upsert_points([marker]))
+        shard.flush()
+        if moved:
+            log.info("index at %s migrated to schema %d: %d points", self.path, layout.SCHEMA_VERSION, moved)
+
+    def _all_payloads(self):
+        offset = None
+        while True:
+            page, offset = self.shard.scroll(
+                qe.ScrollRequest(offset=offset, limit=layout.SCROLL_PAGE, with_payload=True, with_vector=False)
+            )
+            for record in page:
+                yield record.id, record.payload
+            if offset is None or not page:
+                return
 
     @property
     def shard(self) -> qe.EdgeShard:
@@ -150,7 +191,7 @@ class EdgeIndex:
         sparse = bm25.query_vector(text) if mode != "semantic" else ([], [])
         if mode != "keyword" and dense is None:
             raise ValueError(f"{mode} query needs a dense vector")
-        idf = qe.SearchParams(idf=qe.IdfParams(corpus=_filter(layout.tenant_conditions(flt.tenant_id))))
+        idf = qe.SearchParams(idf=qe.IdfParams(corpus=_filter(layout.idf_corpus(flt))))
         sparse_query = qe.Query.Nearest(qe.SparseVector(*sparse), using=layout.SPARSE)
         if mode == "keyword":
             if not sparse[0]:
@@ -195,9 +236,15 @@ class EdgeIndex:
             return 0
         return self.shard.count(qe.CountRequest(exact=True, filter=_filter(cond)))
 
-    def has_message(self, tenant_id: str, message_id: str) -> bool:
-        cond = layout.existence_conditions(tenant_id, message_id)
-        return self.shard.count(qe.CountRequest(exact=True, filter=_filter(cond))) > 0
+    def message_copies(self, tenant_id: str, rfc_message_id: str) -> list[ChunkPayload]:
+        where = _filter(layout.copies_conditions(tenant_id, rfc_message_id))
+        page, _ = self.shard.scroll(qe.ScrollRequest(limit=5000, filter=where, with_payload=True, with_vector=False))
+        return layout.opening_chunks(r.payload for r in page)
+
+    def set_message_fields(self, tenant_id: str, message_id: str, fields: Mapping[str, Any]) -> None:
+        where = _filter(layout.message_conditions(tenant_id, message_id))
+        with self._write:
+            self.shard.update(qe.UpdateOperation.set_payload_by_filter(where, dict(fields)))
 
     def _dense_request(self, where: qe.Filter, dense: Sequence[float] | None, limit: int) -> qe.QueryRequest:
         if dense is None:

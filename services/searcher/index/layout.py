@@ -7,29 +7,47 @@ to its own client's classes, so the two cannot drift apart in what a filter mean
 
 from __future__ import annotations
 
+import json
 import re
-
+import uuid
 from dataclasses import dataclass
-from typing import Any, Union
+from typing import Any, Hashable, Iterable, Union
 
-from services.searcher.index.base import Chunk, ChunkPayload, IndexFilter
+from services.searcher.index.base import (
+    POINT_NAMESPACE,
+    Chunk,
+    ChunkPayload,
+    IndexFilter,
+    delivery_fields,
+    delivery_key,
+    single_delivery,
+)
 
 DENSE = "dense"
 SPARSE = "bm25"
 TENANT_FIELD = "tenant_id"
 KEYWORD_FIELDS = (
-    "mailbox",
+    "mailboxes",
+    "deliveries",
     "message_id",
     "rfc_message_id",
     "thread_id",
     "sender_email",
     "recipients",
-    "folder",
     "normalized_subject",
     "kind",
 )
 BOOL_FIELDS = ("quarantined", "has_attachments")
 FLOAT_FIELDS = ("date_ts",)
+
+# Version 1: one ``mailbox`` and ``folder`` per message, messages keyed by (tenant,
+# Message-ID). Version 2: deliveries and content digests. The version lives in the
+# collection itself, on a point with no vector and no tenant (so no filter ever matches
+# it); an index without it that holds points was written by version 1.
+SCHEMA_VERSION = 2
+SCHEMA_FIELD = "pmsearch_schema"
+SCHEMA_POINT_ID = str(uuid.uuid5(POINT_NAMESPACE, "pmsearch schema version"))
+LEGACY_FIELDS = ("mailbox", "folder")
 
 # The usual constant from the RRF paper; set explicitly because Qdrant's default (2)
 # lets a single list's top hit dominate the fused order.
@@ -84,15 +102,17 @@ class Conditions:
 QUARANTINED = Match("quarantined", True)
 
 
-def tenant_conditions(tenant_id: str) -> Conditions:
-    """The tenant's whole corpus; BM25 IDF statistics are computed over it, so one
-    tenant's mail never shifts another tenant's keyword scores."""
-    return Conditions(must=(Match(TENANT_FIELD, tenant_id),), must_not=())
+def idf_corpus(flt: IndexFilter) -> Conditions:
+    """The points BM25's IDF statistics are computed over: the mailboxes of ``flt``
+    (the caller's scope, or the part of it they narrowed to), quarantined mail left out.
+    Statistics over anything wider would let a score tell whether a term occurs in mail
+    the caller cannot see."""
+    return conditions(IndexFilter(tenant_id=flt.tenant_id, mailboxes=flt.mailboxes))
 
 
 def conditions(flt: IndexFilter) -> Conditions:
     """Every condition of ``flt``, and never a quarantined point."""
-    must: list[Condition] = [Match(TENANT_FIELD, flt.tenant_id), AnyOf("mailbox", flt.mailboxes)]
+    must: list[Condition] = [Match(TENANT_FIELD, flt.tenant_id), AnyOf("mailboxes", flt.mailboxes)]
     groups: list[tuple[str, ...] | None] = [
         flt.mailboxes,
         flt.folders,
@@ -104,7 +124,10 @@ def conditions(flt: IndexFilter) -> Conditions:
     ]
     impossible = any(g is not None and len(g) == 0 for g in groups)
     if flt.folders is not None:
-        must.append(AnyOf("folder", flt.folders))
+        # A folder counts only inside the filter's mailboxes: a message filed in bob's
+        # Archive is not in alice's Archive because alice also received it.
+        pairs = tuple(delivery_key(m, f) for m in flt.mailboxes for f in flt.folders)
+        must.append(AnyOf("deliveries", pairs))
     if flt.senders is not None:
         must.append(AnyOf("sender_email", _lower(flt.senders)))
     if flt.participants is not None:
@@ -127,9 +150,35 @@ def conditions(flt: IndexFilter) -> Conditions:
     return Conditions(must=tuple(must), must_not=(QUARANTINED,), impossible=impossible)
 
 
-def existence_conditions(tenant_id: str, message_id: str) -> Conditions:
-    """Any point of one message in a tenant, quarantined included (ingest's duplicate check)."""
-    return Conditions(must=(Match(TENANT_FIELD, tenant_id), Match("message_id", message_id)), must_not=(), impossible=False)
+def copies_conditions(tenant_id: str, rfc_message_id: str) -> Conditions:
+    """Every point with this Message-ID in a tenant, quarantined included (ingest only)."""
+    return Conditions(must=(Match(TENANT_FIELD, tenant_id), Match("rfc_message_id", rfc_message_id)), must_not=())
+
+
+def message_conditions(tenant_id: str, message_id: str) -> Conditions:
+    """Every point of one message, quarantined included (ingest's delivery updates)."""
+    return Conditions(must=(Match(TENANT_FIELD, tenant_id), Match("message_id", message_id)), must_not=())
+
+
+def opening_chunks(payloads: Iterable[dict[str, Any] | None]) -> list[ChunkPayload]:
+    return [chunk_payload(p) for p in payloads if p and p.get("chunk_no", 0) == 0]
+
+
+def migration_groups(points: Iterable[tuple[Hashable, dict[str, Any] | None]]) -> list[tuple[dict[str, Any], list[Hashable]]]:
+    """For the version-1 points among ``points`` (id, payload): the version-2 fields to
+    set, each with the ids that get them. Every chunk of a version-1 message had the same
+    mailbox, folder and flag, so a handful of groups covers a whole mailbox. The message
+    ids stay as they were (runs and answers cite them); ``content_digest`` stays unset
+    until a re-import of the same content supplies it."""
+    groups: dict[str, tuple[dict[str, Any], list[Hashable]]] = {}
+    for point_id, payload in points:
+        if not payload or "mailbox" not in payload or TENANT_FIELD not in payload:
+            continue
+        one = single_delivery({k: payload.get(k) for k in ("mailbox", "folder", "quarantined")})
+        fields = delivery_fields(one["deliveries"], one["quarantined_deliveries"])
+        key = json.dumps(fields, sort_keys=True)
+        groups.setdefault(key, (fields, []))[1].append(point_id)
+    return list(groups.values())
 
 
 def _lower(values: tuple[str, ...]) -> tuple[str, ...]:

@@ -8,7 +8,8 @@ serve.
 
 from __future__ import annotations
 
-from typing import Sequence
+import logging
+from typing import Any, Mapping, Sequence
 
 from qdrant_client import QdrantClient, models
 
@@ -20,6 +21,8 @@ from services.searcher.index.base import (
     IndexMode,
     ScoredChunk,
 )
+
+log = logging.getLogger(__name__)
 
 
 def _schema(field: str) -> models.PayloadSchemaType | models.KeywordIndexParams:
@@ -55,6 +58,44 @@ class ServerIndex:
         for field in _INDEXED:
             if field not in existing:
                 client.create_payload_index(collection, field, _schema(field), wait=True)
+        self._upgrade_schema(existing)
+
+    def _upgrade_schema(self, indexed: set[str]) -> None:
+        """Bring a collection written by older code to :data:`layout.SCHEMA_VERSION`
+        (payloads rewritten in place, vectors and ids untouched), then record the version."""
+        found = self.client.retrieve(self.collection, [layout.SCHEMA_POINT_ID], with_payload=True)
+        version = (found[0].payload or {}).get(layout.SCHEMA_FIELD) if found else None
+        if version == layout.SCHEMA_VERSION:
+            return
+        if version is not None and version > layout.SCHEMA_VERSION:
+            raise ValueError(
+                f"collection {self.collection!r} has schema {version}, newer than this code's {layout.SCHEMA_VERSION}"
+            )
+        moved = 0
+        for fields, ids in layout.migration_groups(self._all_payloads()):
+            for i in range(0, len(ids), layout.UPSERT_BATCH):
+                batch = ids[i : i + layout.UPSERT_BATCH]
+                self.client.set_payload(self.collection, payload=fields, points=batch, wait=True)
+                self.client.delete_payload(self.collection, keys=list(layout.LEGACY_FIELDS), points=batch, wait=True)
+            moved += len(ids)
+        for field in layout.LEGACY_FIELDS:
+            if field in indexed:
+                self.client.delete_payload_index(self.collection, field, wait=True)
+        marker = models.PointStruct(id=layout.SCHEMA_POINT_ID, vector={}, payload={layout.SCHEMA_FIELD: layout.SCHEMA_VERSION})
+        self.client.upsert(self.collection, [marker], wait=True)
+        if moved:
+            log.info("collection %s migrated to schema %d: %d points", self.collection, layout.SCHEMA_VERSION, moved)
+
+    def _all_payloads(self):
+        offset = None
+        while True:
+            page, offset = self.client.scroll(
+                self.collection, limit=layout.SCROLL_PAGE, offset=offset, with_payload=True, with_vectors=False
+            )
+            for record in page:
+                yield record.id, record.payload
+            if offset is None or not page:
+                return
 
     def _check_layout(self) -> None:
         params = self.client.get_collection(self.collection).config.params
@@ -107,7 +148,7 @@ class ServerIndex:
         where = _filter(cond)
         indices, values = bm25.query_vector(text) if mode != "semantic" else ([], [])
         sparse = models.SparseVector(indices=indices, values=values)
-        idf = models.SearchParams(idf=models.IdfCorpusParams(corpus=_filter(layout.tenant_conditions(flt.tenant_id))))
+        idf = models.SearchParams(idf=models.IdfCorpusParams(corpus=_filter(layout.idf_corpus(flt))))
         if mode == "keyword":
             if not indices:
                 return []
@@ -164,9 +205,14 @@ class ServerIndex:
             return 0
         return self.client.count(self.collection, count_filter=_filter(cond), exact=True).count
 
-    def has_message(self, tenant_id: str, message_id: str) -> bool:
-        cond = layout.existence_conditions(tenant_id, message_id)
-        return self.client.count(self.collection, count_filter=_filter(cond), exact=True).count > 0
+    def message_copies(self, tenant_id: str, rfc_message_id: str) -> list[ChunkPayload]:
+        where = _filter(layout.copies_conditions(tenant_id, rfc_message_id))
+        page, _ = self.client.scroll(self.collection, scroll_filter=where, limit=5000, with_payload=True, with_vectors=False)
+        return layout.opening_chunks(r.payload for r in page)
+
+    def set_message_fields(self, tenant_id: str, message_id: str, fields: Mapping[str, Any]) -> None:
+        where = _filter(layout.message_conditions(tenant_id, message_id))
+        self.client.set_payload(self.collection, payload=dict(fields), points=where, wait=True)
 
     def _records(self, flt: IndexFilter, limit: int, *, with_vector: bool) -> list[models.Record]:
         cond = layout.conditions(flt)

@@ -3,7 +3,11 @@
 The stdlib ``email`` package does the MIME work; this module decides what counts as a
 message at all, which parts are the body and which are attachments, and how each part
 becomes text. Headers and parts that are merely broken degrade (a missing date, an
-attachment without text); only input that is not a mail message raises.
+attachment without text); only input that is not a mail message, or is over a limit
+that refuses it (:class:`IngestLimits`), raises. What a limit cut is noted on the message.
+
+PDF and HTML extraction runs under a per-part time limit; in the searcher the whole parse
+runs in a memory- and time-bounded subprocess (``sandbox.py``).
 """
 
 from __future__ import annotations
@@ -11,15 +15,17 @@ from __future__ import annotations
 import hashlib
 import mimetypes
 import re
+import time
 from datetime import datetime, timezone
 from email import policy
 from email.message import Message
 from email.parser import BytesParser
 from email.utils import getaddresses, parsedate_to_datetime
 
-from services.searcher.errors import MalformedMessage
+from services.searcher.errors import MalformedMessage, MessageTooLarge
+from services.searcher.ingest.limits import IngestLimits, PartTimeout, megabytes, time_limit
 from services.searcher.ingest.schemas import Address, ParsedAttachment, ParsedMessage, normalize_subject
-from services.searcher.ingest.textutil import clean_text, decode_bytes, html_to_text, pdf_to_text
+from services.searcher.ingest.textutil import clean_text, decode_bytes, html_text, pdf_text
 
 QUARANTINE_FOLDERS = {"quarantine", "junk", "spam"}
 
@@ -30,8 +36,11 @@ _KNOWN = {"from", "to", "cc", "subject", "date", "message-id", "received", "mime
 _MSGID = re.compile(r"<([^<>\s]+)>")
 
 
-def parse_message(raw: bytes, *, folder: str = "INBOX") -> ParsedMessage:
-    """Parse one message; raise :class:`MalformedMessage` if ``raw`` is not mail."""
+def parse_message(raw: bytes, *, folder: str = "INBOX", limits: IngestLimits | None = None) -> ParsedMessage:
+    """Parse one message; raise :class:`MalformedMessage` if ``raw`` is not mail and
+    :class:`MessageTooLarge` if it is over ``limits.max_message_bytes``."""
+    limits = limits or IngestLimits()
+    check_size(raw, limits)
     raw = _strip_mbox_from(raw)
     _check_looks_like_mail(raw)
     try:
@@ -41,7 +50,8 @@ def parse_message(raw: bytes, *, folder: str = "INBOX") -> ParsedMessage:
     if not any(k.lower() in _KNOWN for k in msg.keys()):
         raise MalformedMessage("no mail headers (From, Subject, Date, Message-ID, ...)")
 
-    body, attachments = _content(msg)
+    reader = _Reader(limits)
+    body, attachments = _content(msg, reader)
     subject = _header(msg, "subject")
     rfc_id = _first_id(_header(msg, "message-id"))
     if not rfc_id:
@@ -62,7 +72,16 @@ def parse_message(raw: bytes, *, folder: str = "INBOX") -> ParsedMessage:
         attachments=attachments,
         quarantined=is_quarantined(msg, folder),
         folder=folder or "INBOX",
+        notes=reader.finish(),
     )
+
+
+def check_size(raw: bytes, limits: IngestLimits) -> None:
+    if len(raw) > limits.max_message_bytes:
+        raise MessageTooLarge(
+            f"message is {megabytes(len(raw))}, over the {megabytes(limits.max_message_bytes)} limit "
+            "(PM_INGEST_MAX_MESSAGE_BYTES)"
+        )
 
 
 def is_quarantined(msg: Message, folder: str) -> bool:
@@ -176,39 +195,114 @@ def _date(msg: Message) -> datetime | None:
 # -- MIME walk ----------------------------------------------------------------------
 
 
-def _content(msg: Message) -> tuple[str, list[ParsedAttachment]]:
+class _Reader:
+    """One message's budget (text characters, attachments, time for extraction) and the
+    notes on what it cut."""
+
+    def __init__(self, limits: IngestLimits) -> None:
+        self.limits = limits
+        self.room = limits.max_text_chars
+        self.deadline = time.monotonic() + limits.parse_timeout_seconds
+        self.notes: list[str] = []
+        self.cut_in: str | None = None  # the part in which the text budget ran out
+        self.unread = 0  # parts with text after that
+        self.dropped = 0  # attachments over the count cap
+
+    def take(self, text: str, what: str, cut: bool = False) -> str:
+        """``text`` as far as the budget allows; ``cut`` says the extractor left some out."""
+        if self.room <= 0:
+            if text or cut:
+                if self.cut_in is None:  # the budget ended exactly where the last part did
+                    self.cut_in = what
+                else:
+                    self.unread += 1
+            return ""
+        if len(text) > self.room:
+            text, cut = text[: self.room], True
+        self.room -= len(text)
+        if cut and self.room <= 0:
+            self.cut_in = what
+        elif cut:
+            self.notes.append(f"{what}: only part of its text was read")
+        return text
+
+    def plain(self, text: str, what: str) -> str:
+        # Cleaning only shrinks text, so cutting well past the room still fills it.
+        bound = 2 * self.room + 1024
+        return self.take(clean_text(text[:bound], limit=None), what, len(text) > bound)
+
+    def extract(self, fn, data: bytes | str, what: str) -> str:
+        """Text from a PDF or HTML extractor, under the part's and the message's time."""
+        if self.room <= 0:
+            return self.take("", what, cut=True)
+        left = self.deadline - time.monotonic()
+        if left <= 0:
+            self.notes.append(f"{what}: not read, the message's {self.limits.parse_timeout_seconds:g} s were spent")
+            return ""
+        seconds = min(self.limits.extract_timeout_seconds, left)
+        try:
+            with time_limit(seconds):
+                text, cut = fn(data, self.room)
+        except PartTimeout:
+            self.notes.append(f"{what}: no text, extraction stopped after {seconds:g} s (PM_EXTRACT_TIMEOUT_SECONDS)")
+            return ""
+        except MemoryError:
+            self.notes.append(f"{what}: no text, extraction ran out of memory (PM_INGEST_PARSE_MEMORY_MB)")
+            return ""
+        return self.take(text or "", what, cut)
+
+    def finish(self) -> list[str]:
+        notes = list(self.notes)
+        if self.cut_in:
+            later = f"; {self.unread} later part(s) without text" if self.unread else ""
+            notes.append(f"text over {self.limits.max_text_chars:,} characters (PM_INGEST_MAX_TEXT_CHARS): "
+                         f"cut in {self.cut_in}{later}")
+        if self.dropped:
+            notes.append(f"{self.dropped} attachment(s) beyond the first {self.limits.max_attachments} left out "
+                         "(PM_INGEST_MAX_ATTACHMENTS)")
+        return notes
+
+
+def _content(msg: Message, reader: _Reader) -> tuple[str, list[ParsedAttachment]]:
     bodies: list[str] = []
     attachments: list[ParsedAttachment] = []
-    _walk(msg, bodies, attachments)
-    return clean_text("\n\n".join(b for b in bodies if b.strip())), attachments
+    _walk(msg, bodies, attachments, reader)
+    return clean_text("\n\n".join(b for b in bodies if b.strip()), limit=None), attachments
 
 
-def _walk(part: Message, bodies: list[str], attachments: list[ParsedAttachment]) -> None:
+def _walk(part: Message, bodies: list[str], attachments: list[ParsedAttachment], reader: _Reader) -> None:
     ctype = part.get_content_type()
     if part.is_multipart() and ctype != "message/rfc822":
         children = part.get_payload() or []
         if ctype == "multipart/alternative":
             children = _pick_alternative(children)
         for child in children:
-            _walk(child, bodies, attachments)
+            _walk(child, bodies, attachments, reader)
         return
     if ctype == "message/rfc822" or ctype == "message/global":
-        _forwarded(part, bodies, attachments)
+        _forwarded(part, bodies, attachments, reader)
         return
     if _is_body(part):
-        text = _leaf_text(part)
+        text = _leaf_text(part, reader)
         if text:
             bodies.append(text)
         return
-    attachments.append(_attachment(part, len(attachments) + 1))
+    if len(attachments) >= reader.limits.max_attachments:
+        reader.dropped += 1
+        return
+    attachments.append(_attachment(part, len(attachments) + 1, reader))
 
 
 def _pick_alternative(children: list[Message]) -> list[Message]:
     """From alternatives, keep plain text when it has content, else the richest other."""
     for child in children:
-        if child.get_content_type() == "text/plain" and _leaf_text(child).strip():
+        if child.get_content_type() == "text/plain" and _has_text(child):
             return [child]
     return children[-1:]  # RFC 2046: the last alternative is the preferred one
+
+
+def _has_text(part: Message) -> bool:
+    return bool(decode_bytes(_payload(part), part.get_content_charset()).replace("\x00", "").strip())
 
 
 def _is_body(part: Message) -> bool:
@@ -222,7 +316,7 @@ def _is_body(part: Message) -> bool:
     return not _filename(part)
 
 
-def _forwarded(part: Message, bodies: list[str], attachments: list[ParsedAttachment]) -> None:
+def _forwarded(part: Message, bodies: list[str], attachments: list[ParsedAttachment], reader: _Reader) -> None:
     """A forwarded message's headers and text go into the body, its files into ours."""
     inner = part.get_payload()
     inner = inner[0] if isinstance(inner, list) and inner else inner
@@ -233,9 +327,11 @@ def _forwarded(part: Message, bodies: list[str], attachments: list[ParsedAttachm
         value = _header(inner, name)
         if value:
             header_lines.append(f"{name.capitalize()}: {value}")
+    head = reader.take("\n".join(header_lines), "forwarded message")
     inner_bodies: list[str] = []
-    _walk(inner, inner_bodies, attachments)
-    bodies.append("\n".join(header_lines) + "\n\n" + "\n\n".join(inner_bodies))
+    _walk(inner, inner_bodies, attachments, reader)
+    if head or inner_bodies:
+        bodies.append(head + "\n\n" + "\n\n".join(inner_bodies))
 
 
 def _payload(part: Message) -> bytes:
@@ -249,18 +345,19 @@ def _payload(part: Message) -> bytes:
     return raw.encode("utf-8", "surrogateescape") if isinstance(raw, str) else b""
 
 
-def _leaf_text(part: Message) -> str:
+def _leaf_text(part: Message, reader: _Reader) -> str:
     text = decode_bytes(_payload(part), part.get_content_charset())
     if part.get_content_subtype() == "html":
-        return html_to_text(text)
-    return clean_text(text)
+        return reader.extract(html_text, text, "body")
+    return reader.plain(text, "body")
 
 
-def _attachment(part: Message, n: int) -> ParsedAttachment:
+def _attachment(part: Message, n: int, reader: _Reader) -> ParsedAttachment:
     data = _payload(part)
     ctype = part.get_content_type()
     filename = _filename(part) or f"attachment-{n}{mimetypes.guess_extension(ctype) or '.bin'}"
-    return ParsedAttachment(filename=filename, content_type=ctype, size=len(data), text=_attachment_text(part, ctype, filename, data))
+    text = _attachment_text(part, ctype, filename, data, reader)
+    return ParsedAttachment(filename=filename, content_type=ctype, size=len(data), text=text)
 
 
 def _filename(part: Message) -> str:
@@ -270,15 +367,14 @@ def _filename(part: Message) -> str:
         return ""
 
 
-def _attachment_text(part: Message, ctype: str, filename: str, data: bytes) -> str | None:
+def _attachment_text(part: Message, ctype: str, filename: str, data: bytes, reader: _Reader) -> str | None:
     """Text for the types we can read; by declared type, else by file extension because
     many clients label every file application/octet-stream."""
     ext = filename.lower().rsplit(".", 1)[-1] if "." in filename else ""
     if ctype == "application/pdf" or ext == "pdf" or data.startswith(b"%PDF-"):
-        return pdf_to_text(data)
+        return reader.extract(pdf_text, data, filename) or None
     if ctype == "text/html" or ext in {"html", "htm"}:
-        return html_to_text(decode_bytes(data, part.get_content_charset())) or None
+        return reader.extract(html_text, decode_bytes(data, part.get_content_charset()), filename) or None
     if ctype.startswith("text/") or ext in {"txt", "csv", "md", "log", "ics", "vcf"}:
-        return clean_text(decode_bytes(data, part.get_content_charset())) or None
+        return reader.plain(decode_bytes(data, part.get_content_charset()), filename) or None
     return None
-

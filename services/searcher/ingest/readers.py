@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import mailbox
 from pathlib import Path
-from typing import Iterator, NamedTuple
+from typing import Iterator, NamedTuple, Sequence
 
 from services.searcher.errors import UnreadableSource
 
@@ -91,6 +91,22 @@ def read_eml_dir(path: str | Path, *, folder: str | None = None) -> Iterator[Raw
             continue
         rel = f.parent.relative_to(root).as_posix()
         yield RawMessage(f.read_bytes(), folder or (DEFAULT_FOLDER if rel == "." else rel), str(f))
+
+
+def batches(items: Sequence[RawMessage], max_count: int, max_bytes: int) -> Iterator[list[RawMessage]]:
+    """Consecutive batches of at most ``max_count`` messages and ``max_bytes`` raw bytes,
+    so that a batch of large messages stays a bounded request; a message larger than
+    ``max_bytes`` on its own is a batch of one."""
+    batch: list[RawMessage] = []
+    size = 0
+    for item in items:
+        if batch and (len(batch) >= max_count or size + len(item.raw) > max_bytes):
+            yield batch
+            batch, size = [], 0
+        batch.append(item)
+        size += len(item.raw)
+    if batch:
+        yield batch
 
 
 def demo_mailboxes(root: str | Path) -> list[tuple[str, str, Path]]:

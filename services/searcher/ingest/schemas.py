@@ -56,6 +56,7 @@ class ParsedMessage(BaseModel):
     attachments: list[ParsedAttachment] = Field(default_factory=list)
     quarantined: bool = False
     folder: str = "INBOX"
+    notes: list[str] = Field(default_factory=list)  # what an ingest limit cut, one line each
 
     @property
     def has_reply_prefix(self) -> bool:
@@ -82,8 +83,17 @@ def _key(prefix: str, tenant_id: str, value: str) -> str:
     return prefix + digest[:12]
 
 
-def message_key(tenant_id: str, rfc_message_id: str) -> str:
-    """pmsearch's public message id: stable per (tenant, Message-ID), opaque, short."""
+def message_key(tenant_id: str, rfc_message_id: str, content_digest: str) -> str:
+    """pmsearch's public message id: stable per (tenant, Message-ID, content digest),
+    opaque, short. The digest (``identity.content_digest``) is part of it because a
+    Message-ID alone is whatever the sender wrote: new content under a known Message-ID
+    is another message, with another id."""
+    return _key("m", tenant_id, f"{rfc_message_id}\x00{content_digest}")
+
+
+def legacy_message_key(tenant_id: str, rfc_message_id: str) -> str:
+    """The id index schema 1 gave a message (from the Message-ID alone). A message
+    migrated from such an index keeps it, so answers that cited it stay valid."""
     return _key("m", tenant_id, rfc_message_id)
 
 

@@ -1,13 +1,18 @@
 """Ingest: parsed mail → threaded, chunked, embedded points in the index.
 
-Idempotent by (tenant, Message-ID): the point ids derive from pmsearch's message id,
-which derives from the tenant and the Message-ID, and a message already indexed for the
-tenant is skipped. Embeddings are batched across messages because the embedder, not
-parsing, is what limits throughput.
+A message is its Message-ID *and* its content (:mod:`.identity`): the point ids derive
+from pmsearch's message id, which derives from the tenant, the Message-ID and a digest of
+the content. A copy of a message already indexed (the same mail in alice's and bob's
+mailbox, or filed twice) adds its (mailbox, folder) to that message's deliveries instead
+of being indexed again; a copy with other content under a known Message-ID is a message
+of its own, and the collision is reported. A quarantined copy is recorded as such and
+never hides a clean one. Embeddings are batched across messages because the embedder,
+not parsing, is what limits throughput.
 """
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Sequence
 
@@ -15,17 +20,24 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from services.searcher.embedding import Embedder
 from services.searcher.errors import IngestError
-from services.searcher.index.base import Chunk, ChunkPayload, IndexFilter, MailIndex
+from services.searcher.index.base import Chunk, ChunkPayload, IndexFilter, MailIndex, delivery_key
 from services.searcher.ingest.chunking import split_text, strip_quoted
-from services.searcher.ingest.parser import parse_message
+from services.searcher.ingest.identity import content_digest, same_content
+from services.searcher.ingest.limits import IngestLimits
+from services.searcher.ingest.sandbox import sandbox_for
 from services.searcher.ingest.schemas import ParsedMessage, message_key, thread_key
 from shared.messages import IngestItem
+
+log = logging.getLogger(__name__)
 
 RawItem = tuple[bytes, str, str]  # (raw bytes, folder, label for error reports)
 
 # An attachment beyond this many characters is indexed by its beginning only: a 400-page
 # PDF would otherwise cost more embedding time than thousands of ordinary messages.
 MAX_ATTACHMENT_CHARS = 100_000
+# Parsed text held before a flush: with messages of up to PM_INGEST_MAX_TEXT_CHARS each,
+# a count-only batch could hold hundreds of MB.
+FLUSH_CHARS = 8_000_000
 
 
 class IngestReport(BaseModel):
@@ -35,6 +47,8 @@ class IngestReport(BaseModel):
     duplicate: int = 0
     error: int = 0
     chunks: int = 0
+    deliveries: int = 0  # duplicates that added a mailbox or folder to their message
+    collisions: int = 0  # indexed under a Message-ID the tenant had with other content
     errors: list[str] = Field(default_factory=list)  # one line each: "label: reason"
     # One outcome per input message, ``index`` being its position in the input.
     items: list[IngestItem] = Field(default_factory=list)
@@ -45,6 +59,8 @@ class IngestReport(BaseModel):
             duplicate=self.duplicate + other.duplicate,
             error=self.error + other.error,
             chunks=self.chunks + other.chunks,
+            deliveries=self.deliveries + other.deliveries,
+            collisions=self.collisions + other.collisions,
             errors=self.errors + other.errors,
             items=self.items + other.items,
         )
@@ -54,17 +70,34 @@ class IngestReport(BaseModel):
 class _RunState:
     """What one ingest call has assigned but may not have written to the index yet."""
 
-    seen: set[str] = field(default_factory=set)  # pmsearch message ids
     threads: dict[str, str] = field(default_factory=dict)  # rfc id → thread id
     subjects: dict[str, str] = field(default_factory=dict)  # normalized subject → thread id
+
+
+@dataclass
+class _Parsed:
+    position: int
+    msg: ParsedMessage
+    digest: str
+
+
+@dataclass
+class _New:
+    """A message first seen in the batch being flushed, with every delivery of it so far."""
+
+    item: _Parsed
+    thread_id: str
+    deliveries: list[str] = field(default_factory=list)
+    quarantined_deliveries: list[str] = field(default_factory=list)
 
 
 class Ingester:
     """Imports raw messages for one tenant's mailbox into a :class:`MailIndex`.
 
-    ``tenant_mailboxes`` tells the ingester which mailboxes a tenant has, so duplicates
-    and threads are found across all of them (an :class:`IndexFilter` always names
-    mailboxes); mailboxes this ingester has written to are added on its own.
+    ``tenant_mailboxes`` tells the ingester which mailboxes a tenant has, so threads are
+    found across all of them (an :class:`IndexFilter` always names mailboxes); mailboxes
+    this ingester has written to are added on its own. Copies of a message are found
+    tenant-wide whatever the mailbox.
     """
 
     def __init__(
@@ -76,6 +109,7 @@ class Ingester:
         embed_batch: int = 64,
         message_batch: int = 64,
         tenant_mailboxes: Callable[[str], Iterable[str]] | None = None,
+        limits: IngestLimits | None = None,
     ) -> None:
         self.index = index
         self.embedder = embedder
@@ -84,6 +118,9 @@ class Ingester:
         self.message_batch = message_batch
         self._tenant_mailboxes = tenant_mailboxes
         self._known: dict[str, set[str]] = {}
+        self.limits = limits or IngestLimits()
+        # Parsing (MIME, PDF, HTML) runs over hostile bytes, so in a bounded subprocess.
+        self._sandbox = sandbox_for(self.limits)
 
     # -- public ----------------------------------------------------------------------
 
@@ -93,15 +130,15 @@ class Ingester:
         report = IngestReport()
         state = _RunState()
         self._known.setdefault(tenant_id, set()).add(mailbox)
-        pending: list[tuple[int, ParsedMessage]] = []
+        pending: list[_Parsed] = []
         for position, (raw, folder, label) in enumerate(raws):
             try:
-                pending.append((position, parse_message(raw, folder=folder)))
+                pending.append(_Parsed(position, self._sandbox.parse(raw, folder=folder), content_digest(raw)))
             except IngestError as exc:
                 self._fail(report, position, label, exc.detail)
             except Exception as exc:  # a parser bug must cost one message, not the import
                 self._fail(report, position, label, f"unexpected {type(exc).__name__}: {exc}")
-            if len(pending) >= self.message_batch:
+            if len(pending) >= self.message_batch or _text_size(pending) >= FLUSH_CHARS:
                 self._flush(tenant_id, mailbox, pending, state, report)
                 pending = []
         if pending:
@@ -129,39 +166,80 @@ class Ingester:
             names |= set(self._tenant_mailboxes(tenant_id))
         return tuple(sorted(names))
 
-    def _flush(self, tenant_id: str, mailbox: str, batch: list[tuple[int, ParsedMessage]],
-               state: _RunState, report: IngestReport) -> None:
+    def _flush(self, tenant_id: str, mailbox: str, batch: list[_Parsed], state: _RunState,
+               report: IngestReport) -> None:
         scope = self._mailboxes(tenant_id, mailbox)
         # Oldest first, so a parent in the same batch is threaded before its replies.
-        batch = sorted(batch, key=lambda pm: pm[1].date.timestamp() if pm[1].date else float("inf"))
-        payloads: list[ChunkPayload] = []
-        texts: list[str] = []
-        for position, msg in batch:
-            mid = message_key(tenant_id, msg.rfc_message_id)
-            if mid in state.seen or self._exists(tenant_id, scope, mid):
-                report.duplicate += 1
-                report.items.append(IngestItem(index=position, status="duplicate", message_id=mid))
+        batch = sorted(batch, key=lambda p: p.msg.date.timestamp() if p.msg.date else float("inf"))
+        fresh: dict[str, _New] = {}
+        for item in batch:
+            msg = item.msg
+            mid = message_key(tenant_id, msg.rfc_message_id, item.digest)
+            if mid in fresh:  # another copy of a message this batch indexes
+                added = _record(fresh[mid], delivery_key(mailbox, msg.folder), msg.quarantined)
+                self._duplicate(report, item, mid, added)
                 continue
-            state.seen.add(mid)
+            copies = self.index.message_copies(tenant_id, msg.rfc_message_id)
+            if self._deliver(tenant_id, mailbox, item, copies, report):
+                continue
+            others = sorted({p.message_id for p in copies}
+                            | {m for m, n in fresh.items() if n.item.msg.rfc_message_id == msg.rfc_message_id})
             thread_id = self._thread(tenant_id, scope, msg, state)
             if not msg.quarantined:  # the index cannot see quarantined mail; neither may we
                 state.threads[msg.rfc_message_id] = thread_id
                 if msg.normalized_subject:
                     state.subjects.setdefault(msg.normalized_subject, thread_id)
-            for payload, text in self._chunks(tenant_id, mailbox, mid, thread_id, msg):
+            fresh[mid] = new = _New(item, thread_id)
+            _record(new, delivery_key(mailbox, msg.folder), msg.quarantined)
+            report.indexed += 1
+            report.items.append(IngestItem(index=item.position, status="indexed", message_id=mid,
+                                           collision=bool(others), notes=msg.notes))
+            if others:
+                report.collisions += 1
+                log.warning("message id collision in tenant %s: %s/%s holds a copy with other content than %s; "
+                            "indexed apart as %s", tenant_id, mailbox, msg.folder, ", ".join(others), mid)
+        payloads: list[ChunkPayload] = []
+        texts: list[str] = []
+        for mid, new in fresh.items():
+            for payload, text in self._capped(report, new.item.position, self._chunks(tenant_id, mid, new)):
                 payloads.append(payload)
                 texts.append(text)
-            report.indexed += 1
-            report.items.append(IngestItem(index=position, status="indexed", message_id=mid))
         if not payloads:
             return
         vectors = self._embed(texts)
         self.index.upsert([Chunk(payload=p, dense=v) for p, v in zip(payloads, vectors)])
         report.chunks += len(payloads)
 
-    def _exists(self, tenant_id: str, scope: tuple[str, ...], mid: str) -> bool:
-        # Tenant-wide and quarantine included: a message is one message, wherever filed.
-        return self.index.has_message(tenant_id, mid)
+    def _deliver(self, tenant_id: str, mailbox: str, item: _Parsed, copies: Sequence[ChunkPayload],
+                 report: IngestReport) -> bool:
+        """Record this copy on the stored message with the same content, if there is one."""
+        by_message: dict[str, list[ChunkPayload]] = {}
+        for p in copies:
+            by_message.setdefault(p.message_id, []).append(p)
+        msg = item.msg
+        for message_id, stored in by_message.items():
+            head = next((p for p in stored if p.kind == "body"), stored[0])
+            if head.content_digest != item.digest:
+                # Indexed before content digests: the same message only if everything
+                # it shows is equal; it keeps its id and learns its digest.
+                names = _unique_names([a.filename for a in msg.attachments])
+                if head.content_digest is not None or not same_content(msg, names, stored, MAX_ATTACHMENT_CHARS):
+                    continue
+                fields = {**(head.with_delivery(mailbox, msg.folder, msg.quarantined) or {}),
+                          "content_digest": item.digest}
+            else:
+                fields = head.with_delivery(mailbox, msg.folder, msg.quarantined) or {}
+            if fields:
+                self.index.set_message_fields(tenant_id, message_id, fields)
+            self._duplicate(report, item, message_id, "deliveries" in fields)
+            return True
+        return False
+
+    @staticmethod
+    def _duplicate(report: IngestReport, item: _Parsed, message_id: str, added: bool) -> None:
+        report.duplicate += 1
+        report.deliveries += added
+        report.items.append(IngestItem(index=item.position, status="duplicate", message_id=message_id))
 
     def _thread(self, tenant_id: str, scope: tuple[str, ...], msg: ParsedMessage, state: _RunState) -> str:
         """Thread of a referenced message we already know, else the References root,
@@ -192,19 +270,21 @@ class Ingester:
                 return max(hits, key=lambda p: p.date_ts or 0.0).thread_id
         return thread_key(tenant_id, msg.rfc_message_id)
 
-    def _chunks(self, tenant_id: str, mailbox: str, mid: str, thread_id: str,
-                msg: ParsedMessage) -> list[tuple[ChunkPayload, str]]:
+    def _chunks(self, tenant_id: str, mid: str, new: _New) -> list[tuple[ChunkPayload, str]]:
         """(payload, text to embed) for the body and each attachment with text."""
+        msg = new.item.msg
         names = _unique_names([a.filename for a in msg.attachments])
         people = [*msg.to, *msg.cc]
         base = dict(
-            tenant_id=tenant_id, mailbox=mailbox, message_id=mid, rfc_message_id=msg.rfc_message_id,
-            thread_id=thread_id, subject=msg.subject, normalized_subject=msg.normalized_subject,
+            tenant_id=tenant_id, message_id=mid, rfc_message_id=msg.rfc_message_id,
+            content_digest=new.item.digest, deliveries=new.deliveries,
+            quarantined_deliveries=new.quarantined_deliveries,
+            thread_id=new.thread_id, subject=msg.subject, normalized_subject=msg.normalized_subject,
             sender=msg.sender.display, sender_email=msg.sender.email,
             recipients=list(dict.fromkeys(a.email for a in people if a.email)),
             recipient_names=list(dict.fromkeys(a.display for a in people if a.display)),
             date=msg.date, date_ts=msg.date.timestamp() if msg.date else None,
-            folder=msg.folder, quarantined=msg.quarantined, has_attachments=bool(msg.attachments),
+            has_attachments=bool(msg.attachments),
             attachment_names=names, in_reply_to=msg.in_reply_to, references=msg.references,
         )
         out: list[tuple[ChunkPayload, str]] = []
@@ -226,6 +306,20 @@ class Ingester:
                 out.append((payload, f"{msg.subject}\n{name}\n\n{text}"))
         return out
 
+    def _capped(self, report: IngestReport, position: int,
+                chunks: list[tuple[ChunkPayload, str]]) -> list[tuple[ChunkPayload, str]]:
+        """The message's first ``max_chunks`` points (body first, then attachments in
+        order): a huge message must not cost more embedding than many ordinary ones."""
+        cap = self.limits.max_chunks
+        if len(chunks) <= cap:
+            return chunks
+        note = f"indexed the first {cap} of {len(chunks)} chunks (PM_INGEST_MAX_CHUNKS)"
+        for item in reversed(report.items):
+            if item.index == position:
+                item.notes.append(note)
+                break
+        return chunks[:cap]
+
     def _embed(self, texts: Sequence[str]) -> list[list[float]]:
         """Embed in fixed-size calls, similar lengths together (a transformer batch pads
         to its longest text), each distinct text once (forwards repeat attachments)."""
@@ -238,6 +332,24 @@ class Ingester:
                 raise ValueError(f"embedder returned {len(vectors)} vectors for {len(batch)} texts")
             found.update(zip(batch, (list(v) for v in vectors)))
         return [found[t] for t in texts]
+
+
+def _record(new: _New, key: str, quarantined: bool) -> bool:
+    """Add a delivery to a message of this batch; False if it was known (a clean
+    delivery lifts a quarantined one, as on stored messages)."""
+    if key in new.deliveries or (quarantined and key in new.quarantined_deliveries):
+        return False
+    if quarantined:
+        new.quarantined_deliveries.append(key)
+    else:
+        new.deliveries.append(key)
+        if key in new.quarantined_deliveries:
+            new.quarantined_deliveries.remove(key)
+    return True
+
+
+def _text_size(pending: list[_Parsed]) -> int:
+    return sum(len(p.msg.body_text) + sum(len(a.text or "") for a in p.msg.attachments) for p in pending)
 
 
 def _unique_names(names: list[str]) -> list[str]:

@@ -1,7 +1,9 @@
 """Turning MIME leaf payloads into plain text: charsets, HTML and PDF.
 
 Everything here is total: bad input degrades to replacement characters or ``None``, never
-to an exception, because one odd part must not cost the rest of a message.
+to an exception, because one odd part must not cost the rest of a message. The one
+exception is ``MemoryError``, which the parsing subprocess (``sandbox.py``) must see to
+report the part as over its memory limit.
 """
 
 from __future__ import annotations
@@ -12,8 +14,8 @@ import logging
 import re
 from html.parser import HTMLParser
 
-# Long enough for any real mail or attachment; stops a hostile 500 MB part from eating
-# the worker's memory while it is turned into text and chunked.
+# The default cap for callers outside the parser, which applies its own per-message
+# budget (IngestLimits.max_text_chars) instead.
 MAX_TEXT_CHARS = 1_000_000
 MAX_PDF_PAGES = 300
 
@@ -36,15 +38,25 @@ _ALIASES = {
 }
 
 
+# Codecs Python has but a mail's charset must not pick: they refuse errors="replace" or
+# decode in quadratic time, so a hostile label would crash or stall the parse.
+_NOT_FOR_MAIL = {"idna", "punycode", "undefined"}
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _codec(label: str) -> str:
+    """``label`` if Python can decode mail with it, else ''."""
+    try:
+        name = codecs.lookup(label).name
+    except (LookupError, ValueError, UnicodeError):  # unknown, or a NUL or surrogate in it
+        return ""
+    return "" if name in _NOT_FOR_MAIL else label
+
+
 def decode_bytes(data: bytes, charset: str | None) -> str:
     """Decode with the declared charset, falling back sensibly when it lies or is unknown."""
     label = (charset or "").strip().strip('"').lower()
-    label = _ALIASES.get(label, label)
-    if label:
-        try:
-            codecs.lookup(label)
-        except LookupError:
-            label = ""
+    label = _codec(_ALIASES.get(label, label)) if label else ""
     if label == "cp1252":
         try:
             return data.decode("cp1252")
@@ -52,7 +64,12 @@ def decode_bytes(data: bytes, charset: str | None) -> str:
             # cp1252 leaves five bytes undefined; latin-1 maps every byte.
             return data.decode("latin-1")
     if label:
-        return data.decode(label, errors="replace")
+        try:
+            # utf-7 and the escape codecs can decode to lone surrogates, which no UTF-8
+            # consumer downstream (JSON, Redis, the index) accepts.
+            return _SURROGATE.sub("\ufffd", data.decode(label, errors="replace"))
+        except LookupError:
+            pass  # base64, zlib, rot13, ...: codecs, but not text encodings
     # No usable label: UTF-8 if it is valid UTF-8, else the most common legacy charset.
     try:
         return data.decode("utf-8")
@@ -60,9 +77,12 @@ def decode_bytes(data: bytes, charset: str | None) -> str:
         return data.decode("cp1252", errors="replace")
 
 
-def clean_text(text: str) -> str:
-    """Normalise newlines, drop NULs and trailing spaces, squeeze blank-line runs."""
-    text = text[:MAX_TEXT_CHARS].replace("\r\n", "\n").replace("\r", "\n").replace("\x00", "")
+def clean_text(text: str, limit: int | None = MAX_TEXT_CHARS) -> str:
+    """Normalise newlines, drop NULs and trailing spaces, squeeze blank-line runs.
+    ``limit=None`` when the caller has already bounded the text (the parser's budget)."""
+    text = text if limit is None else text[:limit]
+    text = text.replace("\r\n", "\n").replace("\r", "\n").replace("\x00", "")
+    text = _SURROGATE.sub("\ufffd", text)  # e.g. from a PDF's own character map
     text = "\n".join(line.rstrip() for line in text.split("\n"))
     return re.sub(r"\n{3,}", "\n\n", text).strip()
 
@@ -87,6 +107,7 @@ class _HtmlToText(HTMLParser):
         self.pre = 0
         self.links: list[tuple[str, int]] = []  # (href, position in out when <a> opened)
         self.cells = 0
+        self.size = 0  # characters of text so far, so a caller can stop feeding
 
     def _newline(self, n: int = 1) -> None:
         self.out.append("\n" * n)
@@ -142,29 +163,59 @@ class _HtmlToText(HTMLParser):
     def handle_data(self, data: str) -> None:
         if self.skip:
             return
-        self.out.append(data if self.pre else _SPACES.sub(" ", data))
+        text = data if self.pre else _SPACES.sub(" ", data)
+        self.size += len(text)
+        self.out.append(text)
 
     def text(self) -> str:
         joined = "".join(self.out)
         # Per-line squeeze: <pre> keeps its line breaks, just not its indentation.
         lines = [re.sub(r"[ \t\u00a0]+", " ", ln).strip() for ln in joined.split("\n")]
-        return clean_text("\n".join(lines))
+        return clean_text("\n".join(lines), limit=None)
 
 
 def html_to_text(html: str) -> str:
     """Readable plain text from HTML mail: no tags, scripts or styles; links kept."""
+    return html_text(html, MAX_TEXT_CHARS)[0]
+
+
+def html_text(html: str, max_chars: int) -> tuple[str, bool]:
+    """At most ``max_chars`` of text from ``html``, and whether some was left out.
+
+    Fed in slices so that a huge document stops costing time once the text is long enough.
+    """
     parser = _HtmlToText()
+    step = 65536
     try:
-        parser.feed(html[:MAX_TEXT_CHARS])
-        parser.close()
+        for start in range(0, len(html), step):
+            parser.feed(html[start:start + step])
+            if parser.size > max_chars:
+                break
+        else:
+            parser.close()
+    except MemoryError:
+        raise
     except Exception:  # HTMLParser is lenient, but a pathological document must not kill ingest
-        return clean_text(re.sub(r"<[^>]*>", " ", html))
-    return parser.text()
+        # [^<>] keeps the fallback linear: a run of "<" cannot make it rescan the text.
+        text = clean_text(re.sub(r"<[^<>]*>", " ", html), limit=None)
+        return text[:max_chars], len(text) > max_chars
+    text = parser.text()
+    return text[:max_chars], parser.size > max_chars or len(text) > max_chars
 
 
 def pdf_to_text(data: bytes) -> str | None:
     """Text of a PDF, or ``None`` when it is broken, encrypted or has no text layer."""
+    return pdf_text(data, MAX_TEXT_CHARS)[0]
+
+
+def pdf_text(data: bytes, max_chars: int) -> tuple[str | None, bool]:
+    """At most ``max_chars`` of a PDF's text (``None`` when it has none we can read), and
+    whether some was left out. Pages are read only until there is enough text.
+
+    Run this where time and memory are bounded (the parsing subprocess): pypdf on a
+    hostile file can take long and allocate much."""
     logging.getLogger("pypdf").setLevel(logging.ERROR)  # broken PDFs are expected here
+    cut = False
     try:
         from pypdf import PdfReader
 
@@ -172,12 +223,24 @@ def pdf_to_text(data: bytes) -> str | None:
         if reader.is_encrypted:
             try:
                 reader.decrypt("")  # many "protected" PDFs use an empty user password
+            except MemoryError:
+                raise
             except Exception:
-                return None
-        parts = []
-        for page in reader.pages[:MAX_PDF_PAGES]:
-            parts.append(page.extract_text() or "")
+                return None, False
+        parts: list[str] = []
+        size = 0
+        pages = reader.pages
+        cut = len(pages) > MAX_PDF_PAGES
+        for page in pages[:MAX_PDF_PAGES]:
+            if size > max_chars:
+                cut = True
+                break
+            part = page.extract_text() or ""
+            parts.append(part)
+            size += len(part)
+    except MemoryError:
+        raise
     except Exception:
-        return None
-    text = clean_text("\n\n".join(parts))
-    return text or None
+        return None, False
+    text = clean_text("\n\n".join(parts), limit=None)
+    return (text[:max_chars] or None), cut or len(text) > max_chars

@@ -94,6 +94,7 @@ def test_widened_mailbox_is_refused(api):
 
 def quarantined_demo_mail() -> list[tuple[str, str, str]]:
     """(tenant, message id, subject) of every quarantined demo message."""
+    from services.searcher.ingest.identity import content_digest
     from services.searcher.ingest.parser import parse_message
     from services.searcher.ingest.readers import demo_mailboxes, read_path
     from services.searcher.ingest.schemas import message_key
@@ -104,7 +105,7 @@ def quarantined_demo_mail() -> list[tuple[str, str, str]]:
         for raw in read_path(path):
             msg = parse_message(raw.raw, folder=raw.folder)
             if msg.quarantined:
-                found.append((tenant, message_key(tenant, msg.rfc_message_id), msg.subject))
+                found.append((tenant, message_key(tenant, msg.rfc_message_id, content_digest(raw.raw)), msg.subject))
     return found
 
 

@@ -10,10 +10,13 @@ from shared.messages import (
     DraftSentence,
     EvidenceAttachment,
     EvidenceMessage,
+    RunMeta,
     VerificationRequested,
 )
 
 TENANT = "t-acme"
+# Every draft of a run carries the run's one deadline, as the gateway recorded it.
+DEADLINE = time.time() + 3600
 OTHER_TENANT = "t-other"
 
 M1 = "m3f9a2c1b0d4e"  # the insurer accepts the claim
@@ -112,9 +115,18 @@ def request(
         run_id=run_id,
         tenant_id=TENANT,
         scope_token="scope",
-        deadline=time.time() + 60,
+        deadline=DEADLINE,
         question="Did the insurer accept the Golf claim?",
         ending=ending,
         draft=draft,
         **extra,
+    )
+
+
+def run_record(req: VerificationRequested) -> RunMeta:
+    """The gateway's record of ``req``'s run, which the verifier holds drafts against."""
+    return RunMeta(
+        run_id=req.run_id, tenant_id=req.tenant_id, principal="alice", question=req.question,
+        scope_token=req.scope_token, created_at=req.deadline - 60, deadline=req.deadline, max_steps=4,
+        mailboxes=["inbox@acme.example"],
     )

@@ -2,31 +2,27 @@
 
 from __future__ import annotations
 
-import re
 import uuid
-from pathlib import Path
 
 import pytest
 import redis
 import redis.asyncio as aioredis
 
-from shared.bus import publish, redis_kwargs
+from cli.acl import rules
+from shared.bus import redis_kwargs
 from shared.settings import VerifierSettings
 from shared.streams import DRAFTS, dead_letter, evidence_key, final_key
 from services.verifier.repository import Repository
 from tests.services.verifier.factory import M1, evidence, request
-from tests.services.verifier.test_worker import finished_for, running, wait_for
+from tests.services.verifier.test_worker import finished_for, running, submit, wait_for
 
-TEMPLATE = Path(__file__).resolve().parents[3] / "deploy" / "redis" / "users.acl.in"
 PASSWORD = "verifier-test-password"
 
 
 @pytest.fixture(scope="module")
 def verifier_settings(redis_url: str) -> VerifierSettings:
-    line = next(ln for ln in TEMPLATE.read_text().splitlines() if ln.startswith("user verifier "))
-    rules = re.sub(r"@PASSWORD:verifier@", f">{PASSWORD}", line).split()[2:]
     admin = redis.Redis.from_url(redis_url)
-    admin.execute_command("ACL", "SETUSER", "verifier", "reset", *rules)
+    admin.execute_command("ACL", "SETUSER", "verifier", "reset", *rules("verifier", PASSWORD))
     admin.close()
     return VerifierSettings(redis_url=redis_url, redis_username="verifier", redis_password=PASSWORD)
 
@@ -57,7 +53,7 @@ async def test_worker_runs_as_the_verifier_user(redis_url, verifier_settings) ->
     await admin.hset(evidence_key(run), mapping={k: v.model_dump_json() for k, v in evidence().items()})
     try:
         async with running(verifier_settings.redis_url, "acl-w1", settings=verifier_settings):
-            await publish(admin, DRAFTS, request(run_id=run, text=f"The claim was accepted [{M1}]."))
+            await submit(admin, request(run_id=run, text=f"The claim was accepted [{M1}]."))
             (event,) = await wait_for(lambda: finished_for(admin, run))
             assert event.outcome == "answered"
             await admin.xadd(DRAFTS, {"__data__": b"not json"})

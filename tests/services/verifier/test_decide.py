@@ -80,7 +80,7 @@ def test_budget_exhausted_carries_evidence_and_no_answer() -> None:
     assert result.usage == usage
 
 
-def test_degraded_carries_hits_and_no_answer() -> None:
+def test_degraded_carries_hits_rebuilt_from_evidence_and_no_answer() -> None:
     hit = Hit(
         message_id=M1,
         thread_id="th",
@@ -93,9 +93,13 @@ def test_degraded_carries_hits_and_no_answer() -> None:
     )
     result = decide(request(ending="degraded", hits=[hit], reason="model unavailable"), evidence())
     assert result.outcome == "degraded"
-    assert result.hits == [hit]
+    stored = evidence()[M1]
+    (rebuilt,) = result.hits
+    assert (rebuilt.message_id, rebuilt.score) == (M1, 0.9)
+    assert (rebuilt.subject, rebuilt.mailbox, rebuilt.thread_id) == (stored.subject, stored.mailbox, stored.thread_id)
     assert result.answer is None
-    assert result.reason == "model unavailable"
+    assert result.reason == "model_unavailable"
+    assert result.model_note == "model unavailable"
 
 
 def test_hits_only_for_degraded() -> None:

@@ -14,10 +14,10 @@ from faststream.redis import RedisBroker, StreamSub
 from shared.bus import decode, encode, publish
 from shared.messages import RunFinished, VerificationRequested
 from shared.settings import VerifierSettings
-from shared.streams import DRAFTS, GROUP, RESULTS, dead_letter, evidence_key, final_key
+from shared.streams import DRAFTS, GROUP, RESULTS, dead_letter, evidence_key, final_key, meta_key
 from services.verifier import worker
 from services.verifier.repository import Repository
-from tests.services.verifier.factory import M1, evidence, request
+from tests.services.verifier.factory import M1, evidence, request, run_record
 
 
 @pytest.fixture
@@ -75,6 +75,12 @@ def new_run() -> str:
     return f"run-{uuid.uuid4().hex[:12]}"
 
 
+async def submit(client, req: VerificationRequested) -> None:
+    """Publish a draft of a run the gateway admitted (its record stored first)."""
+    await client.set(meta_key(req.run_id), run_record(req).model_dump_json(), ex=600)
+    await publish(client, DRAFTS, req)
+
+
 async def test_faststream_decodes_the_shared_envelope_into_the_model(redis_url: str) -> None:
     stream = f"pm:test:{uuid.uuid4().hex}"
     broker = RedisBroker(redis_url)
@@ -99,7 +105,7 @@ async def test_worker_verifies_a_draft_and_acks_it(redis_url: str, client) -> No
     run = new_run()
     await client.hset(evidence_key(run), mapping={k: v.model_dump_json() for k, v in evidence().items()})
     async with running(redis_url, "w1"):
-        await publish(client, DRAFTS, request(run_id=run, text=f"The claim was accepted [{M1}]. Noise."))
+        await submit(client, request(run_id=run, text=f"The claim was accepted [{M1}]. Noise."))
         finished = await wait_for(lambda: finished_for(client, run))
         await wait_for(lambda: _zero(pending(client)))
     (event,) = finished
@@ -118,8 +124,8 @@ async def test_two_drafts_two_workers_one_result(redis_url: str, client) -> None
     async with running(redis_url, "w1", "w2"):
         for run in runs:
             await client.hset(evidence_key(run), mapping={k: v.model_dump_json() for k, v in evidence().items()})
-            await publish(client, DRAFTS, request(run_id=run, text=f"The claim was accepted [{M1}]."))
-            await publish(client, DRAFTS, request(run_id=run, ending="budget_exhausted"))
+            await submit(client, request(run_id=run, text=f"The claim was accepted [{M1}]."))
+            await submit(client, request(run_id=run, ending="budget_exhausted"))
         for run in runs:
             await wait_for(lambda run=run: finished_for(client, run))
         await wait_for(lambda: _zero(pending(client)))
@@ -155,7 +161,7 @@ async def test_failed_draft_is_retried_by_reclaim(redis_url: str, client, monkey
 
     monkeypatch.setattr(Repository, "load_evidence", flaky)
     async with running(redis_url, "w1", reclaim_idle_ms=200):
-        await publish(client, DRAFTS, request(run_id=run, ending="degraded"))
+        await submit(client, request(run_id=run, ending="degraded"))
         await wait_for(lambda: finished_for(client, run))
         await wait_for(lambda: _zero(pending(client)))
     assert calls["n"] == 2
@@ -168,7 +174,7 @@ async def test_draft_that_keeps_failing_is_dead_lettered(redis_url: str, client,
 
     monkeypatch.setattr(Repository, "load_evidence", broken)
     async with running(redis_url, "w1", reclaim_idle_ms=100):
-        await publish(client, DRAFTS, request(run_id=new_run(), ending="degraded"))
+        await submit(client, request(run_id=new_run(), ending="degraded"))
         await wait_for(lambda: client.xlen(dead_letter(DRAFTS)), timeout=20)
         await wait_for(lambda: _zero(pending(client)))
     (_, fields), = await client.xrange(dead_letter(DRAFTS))
@@ -201,7 +207,7 @@ async def test_runs_as_a_process_with_metrics(redis_url: str, client) -> None:
 
         await wait_for(subscribed, timeout=30)
         run = new_run()
-        await publish(client, DRAFTS, request(run_id=run, ending="degraded"))
+        await submit(client, request(run_id=run, ending="degraded"))
         (event,) = await wait_for(lambda: finished_for(client, run), timeout=30)
         assert event.outcome == "degraded"
         body = await asyncio.to_thread(

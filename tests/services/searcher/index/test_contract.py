@@ -127,7 +127,7 @@ def test_mailbox_narrowing(index, embedder):
     assert "m-shared-inv" in everywhere
     assert "m-shared-inv" not in ids(index.query(MAIN, mode="keyword", text="INV-2024-0173", dense=None, limit=10))
     shared = IndexFilter(tenant_id=ACME, mailboxes=("shared",))
-    assert {p.mailbox for p in run_everything(index, shared, embedder)} == {"shared"}
+    assert {tuple(p.mailboxes) for p in run_everything(index, shared, embedder)} == {("shared",)}
     assert index.count(shared) == 1
 
 
@@ -256,12 +256,13 @@ def test_open_index_picks_adapter(tmp_path, monkeypatch):
     assert seen == {"location": "http://qdrant.internal:6333", "api_key": "k"}
 
 
-def test_has_message_sees_quarantined_points_of_any_mailbox(index):
+def test_message_copies_sees_quarantined_points_of_any_mailbox(index):
     payload = dict(
         tenant_id="acme", mailbox="hidden-box", message_id="mq", rfc_message_id="q@x", thread_id="t",
         subject="s", normalized_subject="s", sender="a", sender_email="a@x", text="win a prize", quarantined=True,
     )
     index.upsert([Chunk(payload=ChunkPayload(**payload), dense=[1.0] + [0.0] * (DIM - 1))])
-    assert index.has_message("acme", "mq")
-    assert not index.has_message("globex", "mq")
-    assert not index.has_message("acme", "other")
+    [copy] = index.message_copies("acme", "q@x")
+    assert copy.message_id == "mq" and copy.quarantined and copy.mailboxes == []
+    assert index.message_copies("globex", "q@x") == []
+    assert index.message_copies("acme", "other@x") == []

@@ -60,9 +60,10 @@ def test_dates_without_zone_or_broken():
 
 
 def test_ids_and_keys():
-    assert message_key("acme", "a@b") == message_key("acme", "a@b")
-    assert message_key("acme", "a@b") != message_key("globex", "a@b")
-    key = message_key("acme", "a@b")
+    assert message_key("acme", "a@b", "d1") == message_key("acme", "a@b", "d1")
+    assert message_key("acme", "a@b", "d1") != message_key("globex", "a@b", "d1")
+    assert message_key("acme", "a@b", "d1") != message_key("acme", "a@b", "d2")
+    key = message_key("acme", "a@b", "d1")
     assert key[0] == "m" and len(key) == 13 and int(key[1:], 16) >= 0
     assert thread_key("acme", "a@b")[0] == "t" and len(thread_key("acme", "a@b")) == 13
 

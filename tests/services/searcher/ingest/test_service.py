@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta, timezone
 
-from services.searcher.index.base import IndexFilter
+from services.searcher.index.base import IndexFilter, delivery_key
+from services.searcher.ingest.identity import content_digest
 from services.searcher.ingest.schemas import message_key, thread_key
 from services.searcher.ingest.service import Ingester
 
@@ -26,6 +27,10 @@ def payloads(index, tenant="acme", mailboxes=("alice",), **kw):
     return index.scroll(flt(tenant, mailboxes, **kw))
 
 
+def key_of(tenant, msg) -> str:
+    return message_key(tenant, msg["Message-ID"].strip("<>"), content_digest(raw(msg)))
+
+
 def thread_of(index, rfc_id, tenant="acme", mailboxes=("alice",)):
     found = {p.thread_id for p in payloads(index, tenant, mailboxes, rfc_message_ids=(rfc_id,))}
     assert len(found) == 1, (rfc_id, found)
@@ -39,7 +44,7 @@ def test_ingest_then_reimport_is_idempotent(index, embedder):
     first = ing.ingest("acme", "alice", items(*msgs))
     assert (first.indexed, first.duplicate, first.error) == (3, 0, 0)
     assert [(it.index, it.status, it.message_id) for it in first.items] == [
-        (i, "indexed", message_key("acme", f"a{i}@x")) for i in range(3)]
+        (i, "indexed", key_of("acme", m)) for i, m in enumerate(msgs)]
     points = index.count(flt())
     again = Ingester(index, embedder, chunk_chars=500).ingest("acme", "alice", items(*msgs))
     assert (again.indexed, again.duplicate, again.error, again.chunks) == (0, 3, 0, 0)
@@ -50,18 +55,22 @@ def test_ingest_then_reimport_is_idempotent(index, embedder):
     assert (dup.indexed, dup.duplicate) == (1, 1)
 
 
-def test_duplicate_across_mailboxes_of_a_tenant_but_not_across_tenants(index, embedder):
+def test_a_copy_in_another_mailbox_is_one_message_delivered_to_both_but_tenants_stay_apart(index, embedder):
     ing = Ingester(index, embedder, tenant_mailboxes=lambda t: ["alice", "bob"] if t == "acme" else ["carol"])
-    assert ing.ingest("acme", "alice", items(mail(msgid="same@x"))).indexed == 1
-    # A fresh ingester (e.g. after a restart) learns the tenant's mailboxes from the callback.
+    same = mail(msgid="same@x")
+    assert ing.ingest("acme", "alice", items(same)).indexed == 1
+    # A fresh ingester (e.g. after a restart) finds the stored copy all the same.
     fresh = Ingester(index, embedder, tenant_mailboxes=lambda t: ["alice", "bob"])
-    assert fresh.ingest("acme", "bob", items(mail(msgid="same@x"))).duplicate == 1
-    assert index.count(flt(mailboxes=("bob",))) == 0
-    other = ing.ingest("globex", "carol", items(mail(msgid="same@x")))
+    second = fresh.ingest("acme", "bob", items(same, folder="Archive"))
+    assert (second.indexed, second.duplicate, second.deliveries, second.chunks) == (0, 1, 1, 0)
+    (p,) = payloads(index, mailboxes=("bob",))
+    assert p.deliveries == [delivery_key("alice", "INBOX"), delivery_key("bob", "Archive")]
+    assert p.message_id == key_of("acme", same) == second.items[0].message_id
+    assert index.count(flt(mailboxes=("alice", "bob"))) == 1  # one message, not two
+    other = ing.ingest("globex", "carol", items(same))
     assert other.indexed == 1
-    assert message_key("globex", "same@x") != message_key("acme", "same@x")
-    (p,) = payloads(index, "globex", ("carol",))
-    assert p.message_id == message_key("globex", "same@x") and p.tenant_id == "globex"
+    (g,) = payloads(index, "globex", ("carol",))
+    assert g.message_id == key_of("globex", same) != key_of("acme", same) and g.tenant_id == "globex"
 
 
 def test_malformed_input_is_reported_and_the_rest_imported(index, embedder):
@@ -99,8 +108,9 @@ def test_payload_fields_and_attachment_chunks(index, embedder):
     assert body.has_attachments and body.attachment_names == ["INV-2024-0173.pdf", "notes.txt", "notes (2).txt", "photo.jpg"]
     assert body.date == datetime(2024, 3, 12, 9, 30, tzinfo=timezone.utc) and body.date_ts == body.date.timestamp()
     assert body.source_text == "Invoice attached."
-    assert body.folder == "INBOX" and not body.quarantined and body.mailbox == "alice"
-    assert body.message_id == message_key("acme", "inv@x") and body.rfc_message_id == "inv@x"
+    assert body.deliveries == [delivery_key("alice", "INBOX")] and not body.quarantined and body.mailboxes == ["alice"]
+    assert body.message_id == key_of("acme", msg) and body.rfc_message_id == "inv@x"
+    assert body.content_digest == content_digest(raw(msg))
     assert "4,870.00" in got[("attachment", "INV-2024-0173.pdf")].text
     assert got[("attachment", "notes (2).txt")].text == "second notes"
     assert got[("attachment", "notes (2).txt")].source_text == "second notes"

@@ -1,0 +1,88 @@
+"""Re-verify an evaluation run's drafts with the verifier as it is now, and re-score.
+
+The model's drafts of a ``pmsearch eval`` run stay in the verifier's input stream, with
+the evidence each run stored. Verification is deterministic, so a change to the
+verifier's checks can be measured on them in seconds instead of re-asking the model for
+an hour. The figures printed are the eval's own (answered right, citation precision,
+must-not-answer questions answered), before (as the run ended) and after (as the
+verifier now decides), with every question whose outcome changed. Model-side changes
+still need a full ``pmsearch eval``. Run from the repository root against the stack the
+evaluation used:
+
+    .venv/bin/python evals/replay_verifier.py var/eval/<stamp>/report.json
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import redis
+
+from cli.evaluation.questions import load_questions
+from cli.evaluation.runner import RunRecord
+from cli.evaluation.scoring import answered_right, summarize, wrongly_answered
+from services.verifier.service import decide
+from shared import streams
+from shared.bus import decode
+from shared.messages import EvidenceMessage, VerificationRequested
+from shared.settings import cli_settings
+
+FIGURES = ("answered_right", "answered_right_count", "citation_precision", "wrongly_answered")
+
+
+def _client() -> redis.Redis:
+    settings = cli_settings()
+    secrets = json.loads((settings.var_dir / "secrets.json").read_text())
+    return redis.Redis(port=settings.redis_port, username="admin", password=secrets["passwords"]["admin"])
+
+
+def main(report_path: str) -> None:
+    report = json.loads(Path(report_path).read_text())
+    questions = {q.id: q for q in load_questions(Path(report["meta"]["set"]))}
+    r = _client()
+    drafts = {}
+    for _, fields in r.xrange(streams.DRAFTS):
+        msg = decode(fields, VerificationRequested)
+        drafts[msg.run_id] = msg
+    before: dict[str, list[RunRecord]] = {}
+    after: dict[str, list[RunRecord]] = {}
+    missing = 0
+    for rec in report["questions"]:
+        if rec["id"] not in questions:
+            continue
+        old = RunRecord(rec["id"], rec["strategy"], rec["outcome"], rec.get("run_id"), result=rec.get("run"))
+        draft = drafts.get(rec.get("run_id") or "")
+        if draft is None:
+            missing += 1
+            continue
+        evidence = {
+            k.decode(): EvidenceMessage.model_validate_json(v)
+            for k, v in r.hgetall(streams.evidence_key(draft.run_id)).items()
+        }
+        result = decide(draft, evidence, now=draft.usage.seconds).model_dump(mode="json")
+        new = RunRecord(rec["id"], rec["strategy"], result["outcome"], rec.get("run_id"), result=result)
+        before.setdefault(rec["strategy"], []).append(old)
+        after.setdefault(rec["strategy"], []).append(new)
+        q = questions[rec["id"]]
+        was = (answered_right(q, old.result), wrongly_answered(q, old.result), old.outcome)
+        now = (answered_right(q, new.result), wrongly_answered(q, new.result), new.outcome)
+        if was != now:
+            label = "right" if q.answerable else "must-not"
+            print(f"{rec['strategy']:11} {rec['id']:34} {label:8} {was} -> {now}")
+    if missing:
+        print(f"{missing} runs had no stored draft (expired or not answered by a draft)")
+    print("| strategy | figure | before | after |")
+    print("|---|---|---|---|")
+    figures = {}
+    for strategy in before:
+        b, a = summarize(questions, before[strategy]), summarize(questions, after[strategy])
+        figures[strategy] = {"before": {k: b[k] for k in FIGURES}, "after": {k: a[k] for k in FIGURES}}
+        for k in FIGURES:
+            print(f"| {strategy} | {k} | {b[k]} | {a[k]} |")
+    print(json.dumps(figures))
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])

@@ -1,0 +1,160 @@
+"""What a question pins down, which every answer to it must be about.
+
+A sentence can be true of the message it cites and still answer another question: the
+April invoice's amount for "the June invoice", another tenant's claim for "the Golf
+claim", a board meeting read off a quarterly review. The question names the thing it
+asks about (a code, a name, a month), and a sentence whose cited messages never name it
+answers about something else, however well its own words are supported.
+
+The question only ever removes sentences this way, so an attacker who writes it gains
+nothing.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from services.verifier import figures
+
+# An invoice, claim or order code: letters, then hyphen-joined groups ending in digits
+# (INV-2024-0173, CLM-2024-55817, FP-3391).
+_CODE = re.compile(r"\b[A-Za-z]{2,}(?:-[A-Za-z0-9]+)*-\d{2,}\b")
+_SENTENCE = re.compile(r"[^.?!]+")
+_WORD = re.compile(r"[^\W\d_][\w&]*(?:-[\w&]+)*(?:['’]s\b)?")
+# A domain or address the question names (invoice-check.example, jobs@acme.example).
+_DOMAIN = re.compile(r"\b[\w.+-]+@[\w-]+(?:\.[\w-]+)+\b|\b[\w-]+(?:\.[\w-]+)*\.[a-z]{2,}\b")
+
+MONTHS = (
+    "january february march april may june july august september october november december"
+).split()
+_MONTH_ABBR = {m[:3]: m for m in MONTHS} | {"sept": "september"}
+
+# Capitalised words that name nothing in the mail: the asker, courtesy, question words
+# that start a clause after a comma.
+_NOT_NAMES = frozenset(
+    """i i'm i've i'd mr mrs ms dr please thanks hi hello ok okay yes no what who when
+    where which why how did do does is are was were can could should would will""".split()
+)
+
+
+# What the question's first clause asks for, by the figure kinds that can give it
+# (see figures.py's keys): an amount or count, a date or time, an identifier, a link.
+AMOUNT, WHEN, IDENTIFIER, LINK = "an amount", "a date or time", "a number or code", "a link"
+_ASKS = (
+    (LINK, re.compile(r"\b(link|url|web ?address)\b")),
+    (IDENTIFIER, re.compile(
+        r"\b(what|which)(?:'s| is| was| are)? (?:the |our |my |their )?"
+        r"(?:[\w-]+ ){0,3}(number|code|reference|iban|tag|phone)\b"
+    )),
+    (AMOUNT, re.compile(
+        r"^(?:\W*\w+\W+){0,6}?(how (much|many)|what(?:'s| is| was| are)? (?:the )?"
+        r"(amount|price|rates?|salary|fee|total)|what .*\b(worth|cost)\b)"
+    )),
+    (WHEN, re.compile(r"^(?:\W*\w+\W+){0,6}?(when|what time|by when|until when|what date|which day)\b")),
+)
+FIGURE_KINDS = {
+    AMOUNT: frozenset({"n"}),
+    WHEN: frozenset({"dy", "dn", "dm", "ym", "t", "t12"}),
+    IDENTIFIER: frozenset({"c", "e", "u"}),  # or a long number that is not money
+    LINK: frozenset({"u"}),
+}
+
+
+# A day named without a figure still says when: "on Thursday", "tomorrow".
+_WHEN_WORDS = re.compile(
+    r"\b(monday|tuesday|wednesday|thursday|friday|saturday|sunday|today|tomorrow|tonight|"
+    + "|".join(MONTHS)
+    + r")s?\b"
+)
+
+
+_DIGITS = re.compile(r"\d{2,}")
+_CURRENCY = re.compile(r"eur|usd|gbp|chf|[€$£]")
+
+
+@dataclass(frozen=True, slots=True)
+class Pinned:
+    """What the question pins down: codes, proper names and months, in lower case; and
+    the kind of figure its first clause asks for, if any."""
+
+    codes: tuple[str, ...] = ()
+    names: tuple[str, ...] = ()
+    months: tuple[str, ...] = ()
+    asks: str | None = None
+
+    def __bool__(self) -> bool:
+        return bool(self.codes or self.names or self.months)
+
+
+def question_codes(question: str) -> tuple[str, ...]:
+    """The codes a question names, upper-cased, first occurrence order."""
+    return tuple(dict.fromkeys(m.group().upper() for m in _CODE.finditer(question)))
+
+
+def _month(word: str) -> str | None:
+    w = word.casefold().rstrip(".")
+    if w in MONTHS:
+        return w
+    return _MONTH_ABBR.get(w) if len(w) in (3, 4) else None
+
+
+def pinned(question: str) -> Pinned:
+    """Codes, then capitalised words past a clause's first word (names), then months.
+
+    A clause's first word is capitalised by grammar, not because it names something, so
+    only a month counts there. Codes are matched as codes, not again as names.
+    """
+    codes = question_codes(question)
+    names: list[str] = [m.group().casefold() for m in _DOMAIN.finditer(question)]
+    without_codes = _DOMAIN.sub(" ", _CODE.sub(" ", question))
+    months: list[str] = []
+    for clause in _SENTENCE.finditer(without_codes):
+        for i, match in enumerate(_WORD.finditer(clause.group())):
+            word = re.sub(r"['’]s$", "", match.group())
+            if not word[:1].isupper():
+                continue
+            month = _month(word)
+            if month is not None:
+                if word != "May" or i > 0:  # "May I ..." asks, it names no month
+                    months.append(month)
+                continue
+            if i == 0 or word.casefold() in _NOT_NAMES:
+                continue
+            # "Munich-Lyon", "M-AC": each part is a name; a lone letter ("hall B") is
+            # too short to look for.
+            names.extend(p.casefold() for p in word.split("-") if len(p) > 1 or p.isdigit())
+    return Pinned(codes, tuple(dict.fromkeys(names)), tuple(dict.fromkeys(months)), asks(question))
+
+
+def gives(kind: str, sentence: str) -> bool:
+    """Whether ``sentence`` holds a figure of the ``kind`` a question asks for."""
+    norm = figures.normalize_figures(sentence)
+    found = figures.sentence_figures(norm, sentence)
+    keys = [key for f in found for p in (f, *f.parts) for key in p.lookups]
+    if kind == IDENTIFIER:
+        # An amount is no identifier: "the number of the credit note" is not EUR 1,260.
+        return any(key[0] in "ceu" for key in keys) or any(_is_reference(norm.text, f) for f in found)
+    if {key[0] for key in keys} & FIGURE_KINDS[kind]:
+        return True
+    if kind == AMOUNT:  # a number the figures scanner read as part of a code ("1553,in")
+        return any(key[0] == "c" and _DIGITS.search(key[1]) for key in keys)
+    return kind == WHEN and _WHEN_WORDS.search(sentence.casefold()) is not None
+
+
+def _is_reference(text: str, figure: figures.Figure) -> bool:
+    """A number long enough to identify something (a phone or account group), not money."""
+    if any(key[0] != "n" for key in figure.lookups):
+        return False  # a date or a time
+    span = text[figure.start:figure.end]
+    around = text[max(0, figure.start - 5):figure.start] + text[figure.end:figure.end + 5]
+    return sum(ch.isdigit() for ch in span) >= 3 and not _CURRENCY.search(around)
+
+
+def asks(question: str) -> str | None:
+    """The kind of figure the question's first clause asks for (AMOUNT, WHEN, ...)."""
+    first = re.split(r"[?;]|,? and (?=how|when|what|who|where|which|by)", question.casefold(), maxsplit=1)[0]
+    for kind, pattern in _ASKS:
+        if pattern.search(first):
+            return kind
+    return None

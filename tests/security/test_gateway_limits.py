@@ -1,0 +1,273 @@
+"""Gateway limits (issue 8, item 12): request bodies are refused before they are read or
+authenticated, plain search has a per-key rate and streams a per-key concurrency limit
+shared by replicas through Redis, and filters are bounded.
+
+The real gateway app served by uvicorn over TCP, as the gateway's own Redis user of the
+shipped ACL file (redis-server from the ``acl_redis`` fixture). No searcher or planner
+runs: a search that passes the limits ends in 504, which is how a test tells it apart
+from one the limits refused.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import socket
+import threading
+import time
+import uuid
+
+import json
+
+import httpx
+import pytest
+import uvicorn
+from redis import asyncio as aioredis
+
+from services.gateway.app import create_app
+from services.gateway.errors import TooManyStreams
+from services.gateway.limits import KeyLimits
+from shared.settings import GatewaySettings
+
+PROBLEM = "application/problem+json"
+MB = 1024 * 1024
+RATE = 3
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+class Gateway:
+    """One gateway replica, served by uvicorn in a thread of this process."""
+
+    def __init__(self, acl_redis, **overrides) -> None:
+        self.admin_token = acl_redis.secrets.admin_token
+        settings = GatewaySettings(
+            redis_url=acl_redis.redis_url,
+            redis_username="gateway",
+            redis_password=acl_redis.secrets.passwords["gateway"],
+            scope_key=acl_redis.secrets.scope_key,
+            admin_token=self.admin_token,
+            search_timeout_seconds=0.2,
+            ingest_timeout_seconds=0.2,
+            search_rate_per_minute=RATE,
+            max_streams_per_key=1,
+            default_max_seconds=30.0,
+            **overrides,
+        )
+        self.port = _free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        config = uvicorn.Config(create_app(settings), host="127.0.0.1", port=self.port, log_level="warning",
+                                timeout_graceful_shutdown=2)
+        self.server = uvicorn.Server(config)
+        self.thread = threading.Thread(target=self.server.run, daemon=True)
+        self.http = httpx.Client(base_url=self.url, timeout=30)
+
+    def __enter__(self) -> "Gateway":
+        self.thread.start()
+        deadline = time.monotonic() + 30
+        while not self.server.started:
+            assert time.monotonic() < deadline, "gateway did not start"
+            time.sleep(0.02)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.http.close()
+        self.server.should_exit = True
+        self.thread.join(timeout=10)
+
+    def new_key(self, tenant: str = "acme") -> str:
+        body = {"tenant_id": tenant, "principal": f"p-{uuid.uuid4().hex[:8]}", "mailboxes": ["alice"],
+                "permissions": ["search", "search:agentic"]}
+        resp = self.http.post("/v1/admin/keys", json=body, headers={"Authorization": f"Bearer {self.admin_token}"})
+        assert resp.status_code == 201, resp.text
+        return resp.json()["key"]
+
+    def search(self, key: str, **body) -> httpx.Response:
+        return self.http.post("/v1/search", json={"query": "invoice", "mode": "keyword", **body},
+                              headers={"Authorization": f"Bearer {key}"})
+
+    @contextlib.contextmanager
+    def agentic_stream(self, key: str):
+        """An agentic run streamed as SSE, held open until the block ends."""
+        with self.http.stream(
+            "POST", "/v1/search", json={"query": "did the insurer pay?", "mode": "agentic"},
+            headers={"Authorization": f"Bearer {key}", "Accept": "text/event-stream"},
+        ) as resp:
+            yield resp
+
+
+@pytest.fixture(scope="module")
+def gateway(acl_redis):
+    with Gateway(acl_redis) as gw:
+        yield gw
+
+
+@pytest.fixture(scope="module")
+def replica(acl_redis):
+    with Gateway(acl_redis) as gw:
+        yield gw
+
+
+def _is_problem(resp: httpx.Response, status: int, code: str) -> dict:
+    assert resp.status_code == status, resp.text
+    assert resp.headers["content-type"].startswith(PROBLEM)
+    body = resp.json()
+    assert body["code"] == code and body["status"] == status
+    return body
+
+
+def _raw_request(gw: Gateway, head: str, timeout: float = 5.0) -> tuple[bytes, bytes]:
+    """Send only a request's head, never its body, and return the answer's head and
+    body; ``socket.timeout`` if the server waits for the body instead of answering."""
+    with socket.create_connection(("127.0.0.1", gw.port), timeout=timeout) as sock:
+        sock.sendall(head.encode())
+        data = b""
+        while b"\r\n\r\n" not in data:
+            chunk = sock.recv(65536)
+            assert chunk, "connection closed without an answer"
+            data += chunk
+        answer_head, _, body = data.partition(b"\r\n\r\n")
+        length = next(int(line.split(b":")[1]) for line in answer_head.split(b"\r\n")
+                      if line.lower().startswith(b"content-length:"))
+        while len(body) < length:
+            body += sock.recv(65536)
+        return answer_head, body
+
+
+# ------------------------------------------------------------------ body size
+
+
+def test_a_declared_60_mb_body_is_refused_with_413_before_a_byte_of_it_is_sent(gateway):
+    # Only the head goes out: the answer must come without the server waiting for the
+    # body (today it reads and parses all 60 MB first, then says 401).
+    head, body = _raw_request(gateway, (
+        "POST /v1/search HTTP/1.1\r\nHost: gw\r\nContent-Type: application/json\r\n"
+        f"Content-Length: {60 * MB}\r\n\r\n"
+    ))
+    assert head.startswith(b"HTTP/1.1 413"), head
+    assert b"application/problem+json" in head
+    problem = json.loads(body)
+    assert problem["code"] == "body_too_large" and problem["limit"] == MB
+
+
+def test_a_chunked_body_is_cut_off_at_the_limit_without_being_read_to_the_end(gateway):
+    sent = 0
+
+    def chunks():
+        nonlocal sent
+        for _ in range(60):
+            sent += 1
+            yield b" " * MB
+
+    with contextlib.suppress(httpx.WriteError, httpx.RemoteProtocolError):
+        resp = gateway.http.post("/v1/search", content=chunks(), headers={"Content-Type": "application/json"})
+        _is_problem(resp, 413, "body_too_large")
+    assert sent < 10  # the server stopped reading: 60 MB never went over the wire
+
+
+def test_an_ingest_sized_body_without_the_admin_token_is_refused_unread(gateway):
+    head, body = _raw_request(gateway, (
+        "POST /v1/admin/ingest HTTP/1.1\r\nHost: gw\r\nContent-Type: application/json\r\n"
+        f"Content-Length: {5 * MB}\r\n\r\n"
+    ))
+    assert head.startswith(b"HTTP/1.1 413"), head
+    assert json.loads(body)["code"] == "body_too_large"
+
+
+def test_the_admin_token_admits_an_ingest_sized_body_to_the_ingest_endpoint_only(gateway):
+    import base64
+
+    raw = base64.b64encode(b"From: a@x.example\nSubject: big\n\n" + b"x" * (3 * MB)).decode()
+    body = {"tenant_id": "acme", "mailbox": "alice", "raw": [raw]}
+    admin = {"Authorization": f"Bearer {gateway.admin_token}"}
+    # Read and passed on (no searcher here, so it times out upstream): not refused for size.
+    _is_problem(gateway.http.post("/v1/admin/ingest", json=body, headers=admin), 504, "upstream_timeout")
+    _is_problem(gateway.http.post("/v1/admin/keys", json=body, headers=admin), 413, "body_too_large")
+
+
+# ------------------------------------------------------------------ search rate
+
+
+def test_plain_search_past_the_keys_rate_is_429_with_retry_after(gateway):
+    key = gateway.new_key()
+    for _ in range(RATE):
+        _is_problem(gateway.search(key), 504, "upstream_timeout")  # admitted
+    resp = gateway.search(key)
+    _is_problem(resp, 429, "rate_limited")
+    assert 1 <= int(resp.headers["retry-after"]) <= 60
+    # Another key of the same tenant has its own budget.
+    _is_problem(gateway.search(gateway.new_key()), 504, "upstream_timeout")
+
+
+def test_the_search_rate_is_shared_by_gateway_replicas(gateway, replica):
+    key = gateway.new_key()
+    for gw in (gateway, replica, gateway)[:RATE]:
+        _is_problem(gw.search(key), 504, "upstream_timeout")
+    _is_problem(replica.search(key), 429, "rate_limited")
+
+
+# ------------------------------------------------------------------ stream slots
+
+
+def test_a_key_holding_all_its_streams_gets_429_with_retry_after_on_every_replica(gateway, replica):
+    key = gateway.new_key()
+    with gateway.agentic_stream(key) as first:
+        assert first.status_code == 200
+        for gw in (gateway, replica):
+            resp = gw.search(key, mode="agentic")
+            _is_problem(resp, 429, "too_many_streams")
+            assert int(resp.headers["retry-after"]) >= 1
+        # Plain search is not a stream; another key has its own slots.
+        _is_problem(gateway.search(key), 504, "upstream_timeout")
+        with replica.agentic_stream(gateway.new_key()) as other:
+            assert other.status_code == 200
+
+
+def test_a_closed_stream_gives_its_slot_back(gateway):
+    key = gateway.new_key()
+    with gateway.agentic_stream(key) as first:
+        assert first.status_code == 200
+    deadline = time.monotonic() + 10
+    while True:  # the server notices the disconnect within moments
+        with gateway.agentic_stream(key) as again:
+            if again.status_code == 200:
+                break
+            assert again.status_code == 429 and time.monotonic() < deadline
+        time.sleep(0.2)
+
+
+def test_a_slot_left_by_a_dead_replica_expires_with_its_lease(acl_redis):
+    async def scenario() -> None:
+        redis = aioredis.from_url(acl_redis.redis_url, username="gateway",
+                                  password=acl_redis.secrets.passwords["gateway"])
+        limits = KeyLimits(redis, search_rate_per_minute=0, max_streams=1, lease_seconds=1.5)
+        key_id = uuid.uuid4().hex
+        await limits.open_stream(key_id)  # never released: its replica "died"
+        with pytest.raises(TooManyStreams):
+            await limits.open_stream(key_id)
+        await asyncio.sleep(1.7)
+        await (await limits.open_stream(key_id)).release()
+        await redis.aclose()
+
+    asyncio.run(scenario())
+
+
+# ------------------------------------------------------------------ filters
+
+
+@pytest.mark.parametrize(
+    "filters, field",
+    [
+        ({"senders": ["a" * 10_000 + "@x.example"]}, "filters.senders.0"),
+        ({"folders": ["F" * 5_000]}, "filters.folders.0"),
+        ({"mailboxes": ["m" * 1_000]}, "filters.mailboxes.0"),
+    ],
+)
+def test_an_overlong_filter_item_is_422_naming_it(gateway, filters, field):
+    body = _is_problem(gateway.search(gateway.new_key(), filters=filters), 422, "invalid_request")
+    assert body["detail"].startswith(field)
+

@@ -1,0 +1,185 @@
+"""Redis users (issue 8, item 6): one compromised stage cannot freeze, drain or speak for
+the system. Each denial is checked with ``ACL DRYRUN`` (as the admin, without running
+the command) or on a live connection as the service's own user, on redis-server started
+with the shipped ACL file (``acl_redis``); the services themselves run under it in
+``demo_stack``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+import uuid
+
+import pytest
+import redis
+
+from cli.acl import TEMPLATE, USERS
+from cli.stack import Stack
+
+SERVICES = [u for u in USERS if u != "admin"]
+
+# Which stage consumes which stream, and who produces to it (shared/streams.py).
+INPUTS = {
+    "searcher": ["pm:queries", "pm:ingest", "pm:tools"],
+    "planner": ["pm:runs", "pm:observations"],
+    "answerer": ["pm:answers"],
+    "verifier": ["pm:drafts"],
+}
+PRODUCED = [
+    ("gateway", "pm:queries"), ("gateway", "pm:ingest"), ("gateway", "pm:runs"), ("gateway", "pm:drafts"),
+    ("planner", "pm:tools"), ("planner", "pm:answers"), ("planner", "pm:drafts"),
+    ("searcher", "pm:observations"),
+    ("answerer", "pm:drafts"),
+    ("verifier", "pm:results"),
+]
+GROUP_OF = {s: u for u, streams in INPUTS.items() for s in streams} | {"pm:results": "gateway"}
+
+
+def dryrun(stack: Stack, user: str, *command: str) -> str:
+    reply = stack.redis_client().execute_command("ACL", "DRYRUN", user, *command)
+    return reply.decode() if isinstance(reply, bytes) else str(reply)
+
+
+def refused(stack: Stack, user: str, *command: str) -> bool:
+    return dryrun(stack, user, *command) != "OK"
+
+
+def _ids(cases) -> list[str]:
+    return ["-".join(str(p).split()[0] for p in case) for case in cases]
+
+
+CLIENT_CONTROL = [("CLIENT", "KILL", "ID", "1"), ("CLIENT", "PAUSE", "10000"), ("CLIENT", "LIST"),
+                  ("CLIENT", "NO-EVICT", "on"), ("CLIENT", "UNBLOCK", "1")]
+
+
+@pytest.mark.parametrize("user", SERVICES)
+@pytest.mark.parametrize("command", CLIENT_CONTROL, ids=lambda c: " ".join(c[:2]))
+def test_no_service_may_pause_kill_or_list_other_clients(acl_redis, user, command):
+    assert refused(acl_redis, user, *command)
+
+
+SCRIPTING = [("EVAL", "return 1", "0"), ("EVALSHA", "e0e1f9fabfc9d4800c877a703b823ac0578ff8db", "0"),
+             ("SCRIPT", "LOAD", "return 1"), ("FUNCTION", "LOAD", "#!lua name=x"), ("FCALL", "f", "0")]
+
+
+@pytest.mark.parametrize("user", SERVICES)
+@pytest.mark.parametrize("command", SCRIPTING, ids=lambda c: " ".join(c[:2]) if c[0] in ("SCRIPT", "FUNCTION") else c[0])
+def test_no_service_may_run_scripts(acl_redis, user, command):
+    assert refused(acl_redis, user, *command)
+
+
+DRAIN = [
+    lambda s: ("XTRIM", s, "MAXLEN", "0"),
+    lambda s: ("DEL", s),
+    lambda s: ("XDEL", s, "1-0"),
+    lambda s: ("XGROUP", "DESTROY", s, GROUP_OF[s]),
+    lambda s: ("XGROUP", "SETID", s, GROUP_OF[s], "$"),
+    lambda s: ("XGROUP", "DELCONSUMER", s, GROUP_OF[s], "c1"),
+    # Reading another stage's input through its group takes the entries from that stage.
+    lambda s: ("XREADGROUP", "GROUP", GROUP_OF[s], "thief", "STREAMS", s, ">"),
+    lambda s: ("XAUTOCLAIM", s, GROUP_OF[s], "thief", "0", "0-0"),
+    lambda s: ("XACK", s, GROUP_OF[s], "1-0"),
+]
+
+
+@pytest.mark.parametrize("user,stream", PRODUCED, ids=[f"{u}>{s}" for u, s in PRODUCED])
+def test_a_producer_may_only_add_to_the_stream_it_feeds(acl_redis, user, stream):
+    assert dryrun(acl_redis, user, "XADD", stream, "*", "f", "v") == "OK"
+    still_allowed = [d(stream) for d in DRAIN if not refused(acl_redis, user, *d(stream))]
+    assert still_allowed == []
+
+
+@pytest.mark.parametrize("user", list(INPUTS))
+def test_a_consumer_may_not_trim_delete_or_reset_its_own_input(acl_redis, user):
+    stream = INPUTS[user][0]
+    for command in (("XTRIM", stream, "MAXLEN", "0"), ("DEL", stream), ("XGROUP", "DESTROY", stream, user),
+                    ("XGROUP", "SETID", stream, user, "$")):
+        assert refused(acl_redis, user, *command), command
+
+
+@pytest.mark.parametrize("user", list(INPUTS))
+def test_a_consumer_may_read_and_acknowledge_only_its_own_input(acl_redis, user):
+    own = INPUTS[user][0]
+    for command in (("XGROUP", "CREATE", own, user, "$", "MKSTREAM"), ("XGROUP", "CREATECONSUMER", own, user, "c"),
+                    ("XREADGROUP", "GROUP", user, "c", "STREAMS", own, ">"), ("XACK", own, user, "1-0"),
+                    ("XAUTOCLAIM", own, user, "c", "0", "0-0"), ("XCLAIM", own, user, "c", "0", "1-0"),
+                    ("XPENDING", own, user)):
+        assert dryrun(acl_redis, user, *command) == "OK", command
+    other = next(s for u, streams in INPUTS.items() if u != user for s in streams)
+    assert refused(acl_redis, user, "XREADGROUP", "GROUP", user, "c", "STREAMS", other, ">")
+
+
+@pytest.mark.parametrize("user", list(INPUTS))
+def test_a_stage_may_not_count_deliveries_of_another_stages_messages(acl_redis, user):
+    # Five bumps of a delivery counter dead-letter a message: that is another stage's call.
+    other = next(s for u, streams in INPUTS.items() if u != user for s in streams)
+    assert refused(acl_redis, user, "INCRBY", f"pm:deliveries:{other}:1-0", "1")
+    assert dryrun(acl_redis, user, "INCRBY", f"pm:deliveries:{INPUTS[user][0]}:1-0", "1") == "OK"
+
+
+def test_the_answerer_may_not_write_a_runs_progress(acl_redis):
+    answerer = acl_redis.redis_client("answerer")
+    with pytest.raises(redis.exceptions.NoPermissionError):
+        answerer.xadd("pm:run:{r-forged}:progress", {"__data__": json.dumps({"event": "answer"})})
+
+
+@pytest.mark.parametrize("user", [u for u in SERVICES if u != "verifier"])
+def test_only_the_verifier_may_write_a_runs_result(acl_redis, user):
+    client = acl_redis.redis_client(user)
+    with pytest.raises(redis.exceptions.NoPermissionError):
+        client.set("pm:run:{r-forged}:final", "{}")
+    with pytest.raises(redis.exceptions.NoPermissionError):
+        client.set("pm:run:{r-forged}:owner:final", "x")
+    with pytest.raises(redis.exceptions.NoPermissionError):
+        client.xadd("pm:results", {"x": "1"})
+    assert dryrun(acl_redis, "verifier", "SET", "pm:run:{r}:final", "{}", "NX") == "OK"
+
+
+def test_no_service_user_is_granted_a_whole_command_category():
+    lines = [ln for ln in re.split(r"\n(?=\S)", TEMPLATE.read_text()) if ln.startswith("user ")]
+    service_lines = [ln for ln in lines if ln.split()[1] in SERVICES]
+    assert len(service_lines) == len(SERVICES)
+    assert [ln.split()[1] for ln in service_lines if "+@" in ln or "allcommands" in ln] == []
+
+
+def test_the_stack_caps_memory_and_never_evicts(acl_redis):
+    config = acl_redis.redis_client().config_get("maxmemory*")
+    assert config["maxmemory-policy"] == "noeviction"
+    assert int(config["maxmemory"]) > 0
+
+
+def test_a_full_redis_refuses_writes_and_keeps_every_queued_entry(tmp_path):
+    stack = Stack(tmp_path, services=(), redis_maxmemory="4mb")
+    stack.start_redis()
+    try:
+        admin = stack.redis_client()
+        queued = admin.xadd("pm:runs", {"x": "1"})
+        for size in (100_000, 1_000, 10):  # fill to the brim, not merely near it
+            with pytest.raises(redis.exceptions.OutOfMemoryError):
+                for i in range(10_000):
+                    admin.set(f"filler:{size}:{i}", b"x" * size)
+        with pytest.raises(redis.exceptions.OutOfMemoryError):
+            stack.redis_client("gateway").xadd("pm:runs", {"x": "2"})
+        assert [e[0] for e in admin.xrange("pm:runs")] == [queued]
+    finally:
+        stack.stop()
+
+
+def test_the_services_run_a_whole_run_without_one_acl_denial(api, demo_stack, stack_model):
+    """Every command the stages and the gateway send, as they run, is one their user may send."""
+    from tests.fixtures.brains import honest
+
+    admin = demo_stack.redis_client()
+    admin.execute_command("ACL", "LOG", "RESET")
+    stack_model.set_script(honest())
+    alice = api.key("acme/alice")
+    resp = api.search(alice, query="Did the insurer accept the Golf claim after we sent the photos?", mode="agentic")
+    assert resp.status_code == 200, resp.text
+    assert api.search(alice, query="invoice", mode="keyword").status_code == 200
+    new_key = api.new_key(tenant_id="acme", principal=f"acl-{uuid.uuid4().hex[:6]}", mailboxes=["alice"])
+    assert api.search(new_key, query="claim", mode="hybrid").status_code == 200
+    time.sleep(1)  # the stages' last writes (expiries, acks) land after the reply
+    denials = [(e["username"], e["object"], e["context"]) for e in admin.acl_log() if e["username"] in SERVICES]
+    assert denials == []

@@ -1,0 +1,147 @@
+"""What a question pins down, and the sentences that answer about something else."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+
+import pytest
+
+from services.verifier.question import AMOUNT, IDENTIFIER, LINK, WHEN, asks, gives, pinned
+from services.verifier.service import verify
+from shared.messages import Draft, DraftSentence
+from tests.services.verifier.factory import M1, M5, M6, evidence, message
+
+
+def _verify(question: str, *sentences: tuple[str, str], extra=()):
+    ev = evidence()
+    for m in extra:
+        ev[m.message_id] = m
+    draft = Draft(sentences=[DraftSentence(text=t, citations=[c]) for t, c in sentences])
+    return verify(draft, ev, question=question)
+
+
+# ------------------------------------------------------------------- what is pinned
+
+
+def test_names_are_capitalised_words_past_a_clauses_first_word() -> None:
+    assert pinned("How much was Autohaus Berger's final invoice for the Golf repair?").names == (
+        "autohaus", "berger", "golf",
+    )
+
+
+def test_a_clauses_first_word_and_the_asker_are_not_names() -> None:
+    assert pinned("Is my mailbox full? Do I have to verify my account?").names == ()
+
+
+def test_hyphenated_names_count_by_part_and_lone_letters_not_at_all() -> None:
+    assert pinned("What rates did Lyon Fret offer for the Munich-Lyon run in hall B?").names == (
+        "lyon", "fret", "munich",
+    )
+
+
+def test_a_domain_the_question_names_is_pinned_whole() -> None:
+    assert pinned("What does invoice-check.example want?").names == ("invoice-check.example",)
+
+
+def test_months_are_pinned_even_first_but_not_may_asking() -> None:
+    assert pinned("March: how did the June figures look?").months == ("march", "june")
+    assert pinned("May I see the report from May?").months == ("may",)
+    assert pinned("Did you march on?").months == ()
+
+
+def test_codes_are_pinned_as_codes_not_names() -> None:
+    p = pinned("Was invoice INV-2024-0173 paid by Bob?")
+    assert p.codes == ("INV-2024-0173",) and p.names == ("bob",)
+
+
+@pytest.mark.parametrize(
+    ("question", "kind"),
+    [
+        ("How much is the June Hooli Cloud invoice?", AMOUNT),
+        ("What's the amount on Fabrikam's corrected invoice?", AMOUNT),
+        ("What was the damaged stock in hall B worth?", AMOUNT),
+        ("When is the board meeting?", WHEN),
+        ("Parcelly says it is delayed - when is it supposed to arrive?", WHEN),
+        ("What's the number of the credit note we sent Contoso?", IDENTIFIER),
+        ("What IBAN should we pay Fabrikam to?", IDENTIFIER),
+        ("Send me the link to the May invoice.", LINK),
+        ("Who presents first at the quarterly review?", None),
+        ("Which garage replaced the windscreen and what did we pay?", None),
+        ("Where is the meeting, and what time does it start?", None),
+    ],
+)
+def test_what_the_first_clause_asks_for(question: str, kind: str | None) -> None:
+    assert asks(question) == kind
+
+
+@pytest.mark.parametrize(
+    ("kind", "sentence", "expected"),
+    [
+        (AMOUNT, "It costs EUR 1,260.00.", True),
+        (AMOUNT, "The return has been filed.", False),
+        (WHEN, "The plumber comes on Thursday.", True),
+        (WHEN, "It starts at 10:30.", True),
+        (WHEN, "It is in the Isar room.", False),
+        (IDENTIFIER, "The credit note is CN-2024-019.", True),
+        (IDENTIFIER, "Call +49 40 8830 1456.", True),
+        (IDENTIFIER, "Bob sent a credit note of EUR 1,260.00 for 42 tiles.", False),
+        (IDENTIFIER, "The alarm is off from 06:00 to 10:00 on 9 March.", False),
+        (LINK, "See https://billing.example/invoices/7.", True),
+        (LINK, "The link was broken.", False),
+    ],
+)
+def test_whether_a_sentence_gives_what_was_asked(kind: str, sentence: str, expected: bool) -> None:
+    assert gives(kind, sentence) is expected
+
+
+# ------------------------------------------------------------------ in verification
+
+
+def test_a_sentence_whose_sources_never_name_the_questions_name_is_removed() -> None:
+    # True of the StreamFlix receipt, which is about no Hooli invoice.
+    verdict = _verify("How much is the Hooli invoice?", ("Amount charged: EUR 12.99.", M6))
+    assert not verdict.kept
+    assert [(r.reason, r.offending) for r in verdict.removed] == [("off_question", "hooli")]
+
+
+def test_a_name_in_the_sender_or_another_message_of_the_thread_is_enough() -> None:
+    # M5 never says "Anna" in a way tied to "Schmidt"? It does; M1's sender and thread do too.
+    verdict = _verify("Did Anna's insurer settle the Golf claim?", ("The claim is settled.", M5))
+    assert [s.text for s in verdict.kept] == ["The claim is settled."]
+
+
+def test_a_name_only_another_thread_holds_does_not_count() -> None:
+    other = message("m555555555555", "Hooli Cloud: your invoice is ready.", subject="Hooli").model_copy(
+        update={"thread_id": "th-hooli"}
+    )
+    receipt = evidence()[M6].model_copy(update={"thread_id": "th-streamflix"})
+    verdict = _verify("How much is the Hooli invoice?", ("Amount charged: EUR 12.99.", M6), extra=[other, receipt])
+    assert [r.reason for r in verdict.removed] == ["off_question"]
+
+
+def test_a_month_is_named_in_the_text_or_by_the_messages_date() -> None:
+    receipt = evidence()[M6].model_copy(update={"date": datetime(2024, 6, 2, tzinfo=timezone.utc)})
+    in_text = _verify("What did StreamFlix charge me in March?", ("Amount charged: EUR 12.99.", M6))
+    by_date = _verify("What did StreamFlix charge me in June?", ("Amount charged: EUR 12.99.", M6), extra=[receipt])
+    neither = _verify("What did StreamFlix charge me in October?", ("Amount charged: EUR 12.99.", M6))
+    assert in_text.kept and by_date.kept
+    assert [(r.reason, r.offending) for r in neither.removed] == [("off_question", "october")]
+
+
+def test_an_answer_without_the_kind_of_figure_asked_for_is_removed_whole() -> None:
+    verdict = _verify(
+        "How much did the insurer pay for the Golf?",
+        ("The claim is accepted.", M1),
+        ("The photos were received.", M1),
+    )
+    assert not verdict.kept
+    assert {(r.reason, r.offending) for r in verdict.removed} == {("asked_figure_missing", AMOUNT)}
+
+
+def test_one_sentence_with_the_asked_figure_keeps_the_others() -> None:
+    verdict = _verify(
+        "How much did the insurer pay for the Golf?",
+        ("The claim is accepted.", M1),
+        ("The repair costs of €1,200.50 will be paid.", M1),
+    )
+    assert len(verdict.kept) == 2
