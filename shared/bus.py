@@ -10,6 +10,7 @@ Entries use FastStream's JSON envelope (``{"data": ..., "headers": ...}`` in the
 from __future__ import annotations
 
 import json
+import time
 from typing import Any, TypeVar
 
 import redis.asyncio as aioredis
@@ -56,7 +57,16 @@ def decode(fields: dict[bytes | str, bytes | str], model: type[M]) -> M:
     return model.model_validate_json(envelope["data"])
 
 
-async def publish(redis: aioredis.Redis, stream: str, message: BaseModel) -> bytes:
+async def publish(
+    redis: aioredis.Redis, stream: str, message: BaseModel, *, max_age_seconds: float | None = None
+) -> bytes:
+    """Append ``message``; the stream keeps its newest STREAM_MAXLEN entries, or with
+    ``max_age_seconds`` only entries that young (a request nobody waits for any more is
+    worth nothing, and 100k raw mail batches would fill Redis, which refuses writes when
+    full rather than drop queued work)."""
+    if max_age_seconds is not None:
+        oldest_ms = int((time.time() - max_age_seconds) * 1000)
+        return await redis.xadd(stream, encode(message), minid=f"{max(oldest_ms, 0)}-0", approximate=False)
     return await redis.xadd(stream, encode(message), maxlen=STREAM_MAXLEN, approximate=True)
 
 

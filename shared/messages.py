@@ -10,7 +10,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 SCHEMA_VERSION = 1
 
@@ -417,6 +417,15 @@ class RunResult(Contract):
     # ending: unverified, shown only labelled as the model's, never as the verdict.
     model_note: str | None = None
     finished_at: float = 0.0
+
+    @model_validator(mode="before")
+    @classmethod
+    def _free_text_reason(cls, data: Any) -> Any:
+        """A result stored before reasons were codes kept its text as ``reason``: read
+        it as the note it always was, so such runs stay readable until they expire."""
+        if isinstance(data, dict) and isinstance(data.get("reason"), str) and data["reason"] not in REASONS:
+            data = {**data, "reason": None, "model_note": data.get("model_note") or data["reason"][:300]}
+        return data
 
 
 class RunFinished(Contract):

@@ -134,7 +134,8 @@ class GatewayService:
     # ------------------------------------------------------------ direct calls
 
     async def _call(self, stream: str, request_id: str, message, timeout: float) -> bytes:
-        await publish(self.redis, stream, message)
+        # Trimmed by age: past twice its timeout a request has been given up on.
+        await publish(self.redis, stream, message, max_age_seconds=2 * timeout)
         popped = await self.redis.blpop([streams.reply_key(request_id)], timeout=timeout)
         if popped is None:
             raise UpstreamTimeout(f"no answer from the searcher within {timeout:g} s")

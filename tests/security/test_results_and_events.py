@@ -305,3 +305,12 @@ def test_an_invalid_last_event_id_is_a_400_problem_before_the_stream_starts(api,
         assert resp.status_code == 400, value
         assert resp.headers["content-type"].startswith(PROBLEM)
         assert resp.json()["code"] == "bad_header"
+
+
+def test_a_result_stored_with_a_free_text_reason_reads_with_it_as_the_note():
+    from shared.messages import RunResult
+
+    old = RunResult.model_validate(
+        {"run_id": "r", "tenant_id": "acme", "outcome": "insufficient_evidence", "reason": "Verified: accepted"}
+    )
+    assert old.reason is None and old.model_note == "Verified: accepted"
