@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import base64
 import json
+import signal
 import sys
 import time
 from itertools import groupby
@@ -30,6 +31,7 @@ out = Console()
 err = Console(stderr=True, soft_wrap=True)  # one line per message, whatever the width
 
 BATCH = 50
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 
 def fail(message: str, code: int = 1) -> None:
@@ -181,7 +183,7 @@ def keys_list(
             k["key_id"], k["status"], k["tenant_id"], k["principal"], ",".join(k["permissions"]),
             ",".join(k["mailboxes"]), f"expires {k['expires_at']}" if k["expires_at"] else "no expiry",
         )
-        out.print("  ".join(fields), markup=False, highlight=False, soft_wrap=True)
+        out.print(line("  ".join(fields)), highlight=False, soft_wrap=True)
     if not keys:
         err.print("no API keys", markup=False, highlight=False)
 
@@ -193,7 +195,7 @@ def keys_revoke(
 ) -> None:
     """Revoke an API key; it gets 401 from then on."""
     revoked = Admin(cli_settings(), url).call("DELETE", f"/v1/admin/keys/{key_id}")
-    out.print(f"revoked {revoked['key_id']} ({revoked['tenant_id']}/{revoked['principal']})", markup=False, highlight=False, soft_wrap=True)
+    out.print(line(f"revoked {revoked['key_id']} ({revoked['tenant_id']}/{revoked['principal']})"), highlight=False, soft_wrap=True)
 
 
 @tenants_app.command("set")
@@ -329,9 +331,14 @@ def up(
 ) -> None:
     """Start Redis, the services and the gateway on this machine; load the demo mailbox."""
     from cli.demo import load_demo
+    from cli.supervisor import Supervisor
 
     settings = cli_settings()
     stack = local_stack(settings)
+    # Stopped by a supervisor (systemd, a container runtime, `kill`) or by a closed
+    # terminal, stop as on Ctrl-C: every process the stack started, then exit.
+    for sig in STOP_SIGNALS:
+        signal.signal(sig, signal.default_int_handler)
     try:
         out.print(f"starting pmsearch in {settings.var_dir}/ (logs in {settings.var_dir}/log/)")
         stack.start()
@@ -351,15 +358,15 @@ def up(
                 out.print("  " + line, highlight=False, soft_wrap=True, markup=False)
             out.print("The embedded model takes 15-25 s a question on two CPU cores (one model call for most).")
         out.print("\nCtrl-C stops everything.")
-        while all(p.poll() is None for p in stack.procs.values()):
-            time.sleep(1)
-        dead = [n for n, p in stack.procs.items() if p.poll() is not None]
-        fail(f"{', '.join(dead)} stopped; see {settings.var_dir}/log/")
+        Supervisor(stack, report=lambda text: out.print(time.strftime("%H:%M:%S ") + text, markup=False, highlight=False)).run()
     except KeyboardInterrupt:
         out.print("stopping")
     except (RuntimeError, TimeoutError) as exc:
         fail(str(exc).splitlines()[0] + f" (logs in {stack.log_dir}/)")
     finally:
+        # A second Ctrl-C or SIGTERM must not cut the stop short and leave processes behind.
+        for sig in STOP_SIGNALS:
+            signal.signal(sig, signal.SIG_IGN)
         stack.stop()
 
 

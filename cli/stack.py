@@ -16,7 +16,9 @@ import subprocess
 import sys
 import time
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
+from typing import Callable
 
 import httpx
 import redis
@@ -69,6 +71,8 @@ class Stack:
     log_dir: Path | None = None
     redis_maxmemory: str = "1gb"
     procs: dict[str, subprocess.Popen] = field(default_factory=dict)
+    # How to start each process again (the supervisor of `pmsearch up` restarts the dead).
+    launchers: dict[str, Callable[[], subprocess.Popen]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.var_dir = Path(self.var_dir).resolve()
@@ -116,10 +120,17 @@ class Stack:
     # ------------------------------------------------------------ processes
 
     def _spawn(self, name: str, argv: list[str], env: dict[str, str]) -> subprocess.Popen:
-        log = open(self.log_dir / f"{name}.log", "ab")
-        proc = subprocess.Popen(argv, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        # Its own session: a terminal's Ctrl-C reaches only `pmsearch up`, which stops
+        # every process in order, and stop() can signal a process's whole group.
+        with open(self.log_dir / f"{name}.log", "ab") as log:
+            proc = subprocess.Popen(argv, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
         self.procs[name] = proc
+        self.launchers[name] = partial(self._spawn, name, argv, env)
         return proc
+
+    def restart(self, name: str) -> subprocess.Popen:
+        """Start ``name`` again as it was started (without waiting for it to be ready)."""
+        return self.launchers[name]()
 
     def start_redis(self) -> None:
         redis_dir = self.var_dir / "redis"
@@ -144,11 +155,12 @@ class Stack:
         self._wait(lambda: httpx.get(f"{self.gateway_url}/healthz", timeout=2).raise_for_status(), "gateway", 60)
 
     def start_local_model(self) -> None:
-        from shared.llm.local_server import DEFAULT_MODEL, MODEL_ALIAS, start_local_model
+        from shared.llm.local_server import DEFAULT_MODEL, MODEL_ALIAS, server_command, start_local_model
 
         port = free_port()
-        log = open(self.log_dir / "model.log", "ab")
-        self.procs["model"] = start_local_model(port, ROOT / DEFAULT_MODEL, log=log, ready_timeout=300)
+        with open(self.log_dir / "model.log", "ab") as log:
+            self.procs["model"] = start_local_model(port, ROOT / DEFAULT_MODEL, log=log, ready_timeout=300)
+        self.launchers["model"] = partial(self._spawn, "model", server_command(port, ROOT / DEFAULT_MODEL), dict(os.environ))
         self.extra_env.update(
             PM_MODEL_BASE_URL=f"http://127.0.0.1:{port}/v1",
             PM_MODEL_OUTPUT="json_object_schema",
@@ -188,12 +200,29 @@ class Stack:
                 time.sleep(0.2)
 
     def stop(self) -> None:
-        for name, proc in reversed(list(self.procs.items())):
+        """Stop the services, then Redis and the model server (the services finish and
+        acknowledge their work through Redis): SIGTERM to each process's group, SIGKILL
+        to what lingers past 10 s."""
+        last = ("redis", "model")
+        self._stop([p for n, p in self.procs.items() if n not in last])
+        self._stop([p for n, p in self.procs.items() if n in last])
+        self.procs.clear()
+
+    @staticmethod
+    def _stop(procs: list[subprocess.Popen]) -> None:
+        for proc in reversed(procs):
             if proc.poll() is None:
-                os.killpg(proc.pid, signal.SIGTERM)
-        for proc in self.procs.values():
+                _signal_group(proc, signal.SIGTERM)
+        for proc in procs:
             try:
                 proc.wait(timeout=10)
             except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
-        self.procs.clear()
+                _signal_group(proc, signal.SIGKILL)
+                proc.wait()
+
+
+def _signal_group(proc: subprocess.Popen, sig: signal.Signals) -> None:
+    try:
+        os.killpg(proc.pid, sig)
+    except ProcessLookupError:
+        pass  # exited meanwhile

@@ -10,6 +10,7 @@ Entries use FastStream's JSON envelope (``{"data": ..., "headers": ...}`` in the
 from __future__ import annotations
 
 import json
+import socket
 import time
 from typing import Any, TypeVar
 
@@ -23,9 +24,45 @@ DATA_FIELD = "__data__"
 M = TypeVar("M", bound=BaseModel)
 
 
-def redis_kwargs(settings: ServiceSettings) -> dict[str, Any]:
-    """Connection arguments for this service's own Redis user."""
-    kwargs: dict[str, Any] = {}
+# The longest blocking read a worker's client sends: FastStream's XREADGROUP BLOCK polls
+# (100 ms for new entries, 2 s for reclaiming). A client that blocks longer says so.
+WORKER_BLOCK_SECONDS = 10.0
+# A reply may take this long beyond the end of a blocking read before the socket is
+# given up: a slow Redis (an fsync stall) is not a dead one.
+SOCKET_MARGIN_SECONDS = 10.0
+CONNECT_TIMEOUT_SECONDS = 5.0
+# TCP keepalive: a peer that vanished without a FIN or RST (a dropped NAT entry, a
+# killed VM) is noticed after about IDLE + INTERVAL * COUNT seconds, also in the middle
+# of a long BLPOP, instead of after the kernel's retransmission timeout (~15 min).
+KEEPALIVE_IDLE_SECONDS = 15
+KEEPALIVE_INTERVAL_SECONDS = 5
+KEEPALIVE_COUNT = 3
+POOL_TIMEOUT_SECONDS = 5.0
+HEALTH_CHECK_SECONDS = 30
+
+
+def _keepalive_options() -> dict[int, int]:
+    # Linux names; other platforms lack some of them and keep their defaults there.
+    wanted = {
+        "TCP_KEEPIDLE": KEEPALIVE_IDLE_SECONDS,
+        "TCP_KEEPINTVL": KEEPALIVE_INTERVAL_SECONDS,
+        "TCP_KEEPCNT": KEEPALIVE_COUNT,
+    }
+    return {getattr(socket, name): value for name, value in wanted.items() if hasattr(socket, name)}
+
+
+def redis_kwargs(settings: ServiceSettings, *, longest_block_seconds: float = WORKER_BLOCK_SECONDS) -> dict[str, Any]:
+    """Connection arguments for this service's own Redis user: its credentials, TCP
+    keepalive, and a socket timeout above ``longest_block_seconds``, the longest
+    blocking read (``BLPOP``, ``XREAD BLOCK``) the client sends, which must not be cut
+    short. The one place every Redis client of pmsearch gets these from."""
+    kwargs: dict[str, Any] = {
+        "socket_keepalive": True,
+        "socket_keepalive_options": _keepalive_options(),
+        "socket_connect_timeout": CONNECT_TIMEOUT_SECONDS,
+        "socket_timeout": longest_block_seconds + SOCKET_MARGIN_SECONDS,
+        "health_check_interval": HEALTH_CHECK_SECONDS,
+    }
     if settings.redis_username:
         kwargs["username"] = settings.redis_username
     if settings.redis_password:
@@ -33,12 +70,25 @@ def redis_kwargs(settings: ServiceSettings) -> dict[str, Any]:
     return kwargs
 
 
-def connect(settings: ServiceSettings) -> aioredis.Redis:
-    # No socket read timeout: blocking reads (BLPOP, XREAD BLOCK) carry their own, and
-    # redis-py's default of 5 s would cut a long ingest reply short.
-    return aioredis.from_url(
-        settings.redis_url, decode_responses=False, socket_timeout=None, health_check_interval=30, **redis_kwargs(settings)
+def connect(
+    settings: ServiceSettings,
+    *,
+    max_connections: int | None = None,
+    pool_timeout: float = POOL_TIMEOUT_SECONDS,
+    longest_block_seconds: float = WORKER_BLOCK_SECONDS,
+) -> aioredis.Redis:
+    """A client whose pool holds at most ``max_connections`` (default
+    ``PM_REDIS_MAX_CONNECTIONS``); when all are busy a command waits up to
+    ``pool_timeout`` for one, then raises ``redis.exceptions.ConnectionError``, rather
+    than failing at once with ``MaxConnectionsError``."""
+    pool = aioredis.BlockingConnectionPool.from_url(
+        settings.redis_url,
+        max_connections=max_connections or settings.redis_max_connections,
+        timeout=pool_timeout,
+        decode_responses=False,
+        **redis_kwargs(settings, longest_block_seconds=longest_block_seconds),
     )
+    return aioredis.Redis.from_pool(pool)
 
 
 def encode(message: BaseModel) -> dict[str, bytes]:

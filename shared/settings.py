@@ -11,12 +11,14 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Literal, TypeVar
 
-from pydantic import Field, SecretStr, ValidationError, field_validator
+from pydantic import Field, SecretStr, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 # Shared secrets (scope key, admin token) must be long and not one anyone has seen.
 MIN_SECRET_BYTES = 32
 KNOWN_DEV_SECRETS = frozenset({"pmsearch-dev-scope-key-change-me"})
+# Gateway connections kept free of long waits, for keys, limits and publishing.
+GATEWAY_POOL_RESERVE = 16
 
 
 def strong_secret(value: SecretStr) -> SecretStr:
@@ -38,10 +40,29 @@ class ServiceSettings(BaseSettings):
     redis_url: str = "redis://127.0.0.1:6379/0"
     redis_username: str | None = None
     redis_password: SecretStr | None = None
+    # Connections one Redis client may open (shared/bus.py connect); past them a command
+    # waits for a free one rather than failing.
+    redis_max_connections: int = Field(default=100, ge=4)
     metrics_port: int | None = None
     log_level: str = "INFO"
     # Messages one worker handles at once per stream; model-calling stages mostly wait.
     worker_concurrency: int = 32
+    # The worker runtime (shared/worker.py). An entry idle this long is taken over by
+    # another consumer: its own died, since a live handler heartbeats its entry every
+    # worker_heartbeat_seconds. An entry Redis delivered worker_max_deliveries times
+    # without an acknowledgement goes to the dead-letter stream, whatever ended each try.
+    worker_reclaim_idle_seconds: float = Field(default=5.0, gt=0)
+    worker_heartbeat_seconds: float = Field(default=1.0, gt=0)
+    worker_max_deliveries: int = Field(default=5, ge=1)
+    # Most entries one read takes (never more than free handler slots), so replicas share a burst.
+    worker_read_count: int = Field(default=8, ge=1)
+
+    @model_validator(mode="after")
+    def _heartbeat_within_reclaim(self) -> "ServiceSettings":
+        # Two heartbeats per idle period: one late beat must not hand live work away.
+        if self.worker_heartbeat_seconds * 2 > self.worker_reclaim_idle_seconds:
+            raise ValueError("PM_WORKER_HEARTBEAT_SECONDS must be at most half of PM_WORKER_RECLAIM_IDLE_SECONDS")
+        return self
 
 
 class ScopeKeySettings(ServiceSettings):
@@ -95,6 +116,26 @@ class GatewaySettings(ScopeKeySettings):
     max_streams_per_key: int = Field(default=4, ge=1)
     # A stream's slot lives this long unless renewed, so a crashed replica's slots free up.
     stream_lease_seconds: float = Field(default=30.0, gt=1)
+    # This replica's own capacity (services/gateway/admission.py): each synchronous run
+    # wait, event stream and direct search holds a Redis connection while it lasts, so
+    # together they stay below PM_REDIS_MAX_CONNECTIONS; past a limit the gateway
+    # answers 503 with Retry-After. The watchdog and /healthz have their own connections.
+    redis_max_connections: int = Field(default=256, ge=8)
+    redis_pool_timeout_seconds: float = Field(default=2.0, gt=0)
+    max_waiting_runs: int = Field(default=96, ge=1)
+    max_event_streams: int = Field(default=96, ge=1)
+    max_direct_searches: int = Field(default=48, ge=1)
+
+    @model_validator(mode="after")
+    def _capacity_fits_the_pool(self) -> "GatewaySettings":
+        held = self.max_waiting_runs + self.max_event_streams + self.max_direct_searches
+        if held + GATEWAY_POOL_RESERVE > self.redis_max_connections:
+            raise ValueError(
+                f"PM_MAX_WAITING_RUNS + PM_MAX_EVENT_STREAMS + PM_MAX_DIRECT_SEARCHES ({held}) plus "
+                f"{GATEWAY_POOL_RESERVE} for short commands exceed PM_REDIS_MAX_CONNECTIONS "
+                f"({self.redis_max_connections})"
+            )
+        return self
 
     _strong_admin_token = field_validator("admin_token")(strong_secret)
 
@@ -109,6 +150,9 @@ class ModelSettings(ServiceSettings):
     model_retries: int = 1
     breaker_failures: int = 3
     breaker_reset_seconds: float = 30.0
+    # Model calls one process has in flight at once; more wait for a turn (inside their
+    # deadline) rather than pile onto a busy endpoint and time out.
+    model_max_concurrency: int = Field(default=16, ge=1)
     model_connect_timeout_seconds: float = 5.0
     model_temperature: float = 0.0
     model_retry_wait_seconds: float = 0.25
@@ -143,7 +187,7 @@ def load(cls: type[S]) -> S:
         return cls()
     except ValidationError as exc:
         problems = "; ".join(
-            f"PM_{'_'.join(str(p) for p in e['loc']).upper()} "
+            (f"PM_{'_'.join(str(p) for p in e['loc']).upper()} " if e["loc"] else "")
             + ("is not set" if e["type"] == "missing" else e["msg"].removeprefix("Value error, "))
             for e in exc.errors()
         )

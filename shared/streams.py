@@ -69,6 +69,11 @@ def meta_key(run_id: str) -> str:
 WATCHDOG = "pm:watch:deadlines"  # sorted set: run id by deadline + grace
 
 
+def watchdog_claim_key(run_id: str) -> str:
+    """The gateway replica ending an overdue run holds this lease (``SET NX PX``)."""
+    return run_key(run_id, "watchdog")
+
+
 def reply_key(request_id: str) -> str:
     """A list the searcher pushes one reply onto, for the gateway's direct calls."""
     return f"pm:reply:{request_id}"

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 
-from prometheus_client import Gauge, start_http_server
+from prometheus_client import Counter, Gauge, start_http_server
 
 from shared.streams import dead_letter
 
@@ -22,10 +23,53 @@ def serve_metrics(port: int) -> None:
     start_http_server(port, addr="127.0.0.1")
 
 
-# Stream health, reported by each stage for the streams it consumes.
+# Stream health, reported by the worker runtime (shared/worker.py) for every stream a
+# stage consumes. Lag is what no consumer has read yet; pending is read but not yet
+# acknowledged, and its age (of the oldest such entry) shows work stuck in a consumer.
 STREAM_LAG = Gauge("pm_stream_lag", "Entries not yet delivered to the stage's consumer group.", ["stream"])
 STREAM_PENDING = Gauge("pm_stream_pending", "Entries delivered but not yet acknowledged.", ["stream"])
+STREAM_PENDING_AGE = Gauge(
+    "pm_stream_pending_age_seconds", "Age of the oldest entry delivered but not yet acknowledged (0: none).", ["stream"]
+)
 DEAD_LETTERS = Gauge("pm_dead_letters", "Entries in the stream's dead-letter stream.", ["stream"])
+
+# What the worker runtime did with entries, by input stream. ``reason`` is a fixed code.
+WORKER_DROPPED = Counter(
+    "pm_worker_dropped_total", "Entries acknowledged without work: deadline passed or run already finished.",
+    ["stream", "reason"],
+)
+WORKER_DEAD_LETTERED = Counter(
+    "pm_worker_dead_lettered_total", "Entries moved to the dead-letter stream, by reason.", ["stream", "reason"]
+)
+WORKER_RECLAIMED = Counter(
+    "pm_worker_reclaimed_total", "Entries taken over from a consumer that stopped heartbeating.", ["stream"]
+)
+WORKER_FAILURES = Counter(
+    "pm_worker_handler_failures_total", "Handler runs that raised; the entry stays pending for a retry.", ["stream"]
+)
+WORKER_TAKEN = Counter(
+    "pm_worker_taken_total", "Running handlers whose entry another consumer took over (a late heartbeat).", ["stream"]
+)
+WORKER_GROUPS_CREATED = Counter(
+    "pm_worker_groups_created_total", "Consumer groups (re-)created, at start or after NOGROUP.", ["stream"]
+)
+
+
+def _text(value: bytes | str) -> str:
+    return value.decode() if isinstance(value, bytes) else value
+
+
+async def report_stream(redis, name: str, group: str) -> None:
+    """Set the gauges of one stream, read through ``group``."""
+    for g in await redis.xinfo_groups(name):
+        if _text(g["name"]) == group:
+            STREAM_LAG.labels(name).set(g.get("lag") or 0)
+            STREAM_PENDING.labels(name).set(g.get("pending") or 0)
+    summary = await redis.xpending(name, group)
+    oldest = summary.get("min") if summary.get("pending") else None
+    age = time.time() - int(_text(oldest).split("-")[0]) / 1000 if oldest else 0.0
+    STREAM_PENDING_AGE.labels(name).set(max(age, 0.0))
+    DEAD_LETTERS.labels(name).set(await redis.xlen(dead_letter(name)))
 
 
 async def report_streams(redis, names: list[str], group_of: dict[str, str], interval: float = 5.0) -> None:
@@ -33,11 +77,7 @@ async def report_streams(redis, names: list[str], group_of: dict[str, str], inte
     while True:
         for name in names:
             try:
-                for g in await redis.xinfo_groups(name):
-                    if g["name"] in (group_of[name], group_of[name].encode()):
-                        STREAM_LAG.labels(name).set(g.get("lag") or 0)
-                        STREAM_PENDING.labels(name).set(g.get("pending") or 0)
-                DEAD_LETTERS.labels(name).set(await redis.xlen(dead_letter(name)))
+                await report_stream(redis, name, group_of[name])
             except Exception:  # a missing stream or a blip: report next round
                 pass
         await asyncio.sleep(interval)

@@ -1,103 +1,421 @@
-"""FastStream wiring shared by the stream workers.
+"""The one worker runtime: every stage's stream consumers (planner, searcher, answerer,
+verifier) run on it, each stage through a ``build_app(settings, ...)`` factory.
 
-Each stage's replicas form one consumer group per input stream. Two subscribers read a
-stream: one takes new entries (``XREADGROUP``), the other reclaims entries whose consumer
-died (``XAUTOCLAIM`` after :data:`RECLAIM_IDLE_MS`). Handlers acknowledge only after
-their effects are written. A message that does not match its contract is dead-lettered
-at once; one whose handler keeps failing is dead-lettered after
-:data:`MAX_DELIVERIES` attempts, with the count.
+Each stage's replicas form one consumer group per input stream (``shared.streams.GROUP``);
+each process is one consumer, ``<host>-<pid>``. For every input stream:
+
+* **Groups** are created at ``0`` with ``MKSTREAM`` before the first read, and again on
+  ``NOGROUP`` (Redis lost its data, or the group was destroyed), so entries published
+  while the group was missing are read rather than skipped, and no reader ever exits.
+* **Bounded reads**: ``XREADGROUP COUNT n`` asks for no more entries than the process has
+  free handler slots (at most ``PM_WORKER_READ_COUNT``). A burst stays in the stream
+  until some replica can start it, instead of queueing in one consumer's pending list.
+* **Heartbeats**: while a handler runs, its entry is claimed again by its own consumer
+  (``XCLAIM ... 0 <id> JUSTID``, which does not count as a delivery) every
+  ``PM_WORKER_HEARTBEAT_SECONDS``. So an entry only goes idle for
+  ``PM_WORKER_RECLAIM_IDLE_SECONDS`` when its consumer is dead, and ``XAUTOCLAIM`` after
+  that idle time takes work only from the dead, never from a long model call or import.
+* **Retries by Redis's own delivery count** (``XPENDING``'s times-delivered; ``XAUTOCLAIM``
+  adds one per takeover): an entry delivered more than ``PM_WORKER_MAX_DELIVERIES`` times
+  goes to ``<stream>:dead`` without running again, whatever ended the earlier tries (an
+  exception, OOM, SIGKILL, a native crash). A handler that raises leaves its entry
+  pending, to be taken over after the idle time, or dead-lettered on its last delivery. A
+  :class:`~shared.errors.ContractError` (from parsing or from the handler) dead-letters
+  at once: retrying cannot fix it.
+* **Stale work** is acknowledged without running: a message whose ``deadline`` has passed
+  (nobody waits for it; the gateway's watchdog ends the run) or whose run already has
+  its final result. Counted in ``pm_worker_dropped_total``.
+* An entry is acknowledged only after its handler returned.
+
+Why not FastStream's stream subscriber (0.7): it creates groups at ``$``, stops the
+subscriber and exits the app on ``NOGROUP``, reports no delivery count before Redis 8.4,
+and has no hook to heartbeat a running handler's entry. Entries keep FastStream's JSON
+envelope (``shared.bus.encode``).
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
+import signal
 import socket
-from typing import Any, Awaitable, Callable, TypeVar
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any, Generic, TypeVar
 
-from faststream import AckPolicy
-from faststream.redis import RedisBroker, StreamSub
-from faststream.redis.annotations import RedisStreamMessage
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
 from redis.asyncio import Redis
 
-from shared.bus import dead_letter_entry, redis_kwargs
+from shared import telemetry as T
+from shared.bus import connect
+from shared.consumer_group import ConsumerGroup, Fields, envelope_data, is_nogroup
+from shared.errors import ContractError
 from shared.settings import ServiceSettings
-from shared.streams import GROUP
+from shared.streams import GROUP, final_key
 
 log = logging.getLogger("pmsearch.worker")
 
 M = TypeVar("M", bound=BaseModel)
-RECLAIM_IDLE_MS = 60_000
-RECLAIM_POLL_MS = 2_000
-MAX_DELIVERIES = 5
-DELIVERY_TTL_SECONDS = 3600
 
 
 def consumer_name() -> str:
     return f"{socket.gethostname()}-{os.getpid()}"
 
 
-def make_broker(settings: ServiceSettings) -> RedisBroker:
-    return RedisBroker(settings.redis_url, **redis_kwargs(settings), logger=log)
+@dataclass(frozen=True)
+class Policy:
+    """How the runtime reads, retries and reclaims; from settings, or tests' own."""
+
+    reclaim_idle_ms: int = 5_000
+    heartbeat_ms: int = 1_000
+    reclaim_poll_ms: int = 1_000
+    max_deliveries: int = 5
+    read_count: int = 8
+    block_ms: int = 1_000  # one XREADGROUP's wait: well below the client's socket timeout
+    # On SIGTERM, running handlers get this long (a supervisor kills after ~10 s); one
+    # cut short is taken over by another replica after the reclaim idle time.
+    shutdown_grace_seconds: float = 5.0
+    report_seconds: float = 5.0
+
+    def __post_init__(self) -> None:
+        if self.heartbeat_ms * 2 > self.reclaim_idle_ms:
+            raise ValueError("a heartbeat must come at least twice per reclaim idle time")
+
+    @classmethod
+    def from_settings(cls, settings: ServiceSettings, **overrides: Any) -> Policy:
+        values: dict[str, Any] = {
+            "reclaim_idle_ms": int(settings.worker_reclaim_idle_seconds * 1000),
+            "heartbeat_ms": int(settings.worker_heartbeat_seconds * 1000),
+            "max_deliveries": settings.worker_max_deliveries,
+            "read_count": settings.worker_read_count,
+        }
+        return cls(**(values | overrides))
 
 
-def subscribe(
-    broker: RedisBroker,
-    redis: Redis,
-    stream: str,
-    model: type[M],
-    handle: Callable[[M], Awaitable[None]],
-    *,
-    reclaim_idle_ms: int = RECLAIM_IDLE_MS,
-    concurrency: int = 1,
-) -> None:
-    """Register ``handle`` for ``stream`` (new and reclaimed entries) in the stage's group."""
-    group = GROUP[stream]
-    me = consumer_name()
+@dataclass(frozen=True)
+class Delivery:
+    """One delivery of a stream entry to a handler."""
 
-    async def on_message(body: Any, message: RedisStreamMessage) -> None:
-        await _guarded(redis, stream, model, handle, body, message)
-
-    for consumer, idle in ((me, None), (f"{me}-reclaim", reclaim_idle_ms)):
-        # New entries wake a blocked XREADGROUP at once; reclaiming can poll slowly.
-        poll = 100 if idle is None else RECLAIM_POLL_MS
-        sub = StreamSub(stream, group=group, consumer=consumer, min_idle_time=idle, polling_interval=poll)
-        extra = {"max_workers": concurrency} if concurrency > 1 and idle is None else {}
-        broker.subscriber(stream=sub, ack_policy=AckPolicy.MANUAL, **extra)(on_message)
+    stream: str
+    entry_id: str  # stable across redeliveries: an idempotency or owner token
+    count: int  # how often Redis has delivered the entry, this time included
 
 
-async def _guarded(
-    redis: Redis,
-    stream: str,
-    model: type[M],
-    handle: Callable[[M], Awaitable[None]],
-    body: Any,
-    message: RedisStreamMessage,
-) -> None:
-    entry_id = message.raw_message["message_ids"][0]
-    entry_key = entry_id.decode() if isinstance(entry_id, bytes) else str(entry_id)
-    try:
-        parsed = model.model_validate_json(body) if isinstance(body, (str, bytes)) else model.model_validate(body)
-    except ValidationError as exc:
-        log.warning("dead-lettering %s %s: %s", stream, entry_key, exc.errors()[:1])
-        await dead_letter_entry(redis, stream, body, f"contract: {exc.errors()[:3]}", 1)
-        await message.ack()
-        return
-    try:
-        await handle(parsed)
-    except Exception as exc:
-        counter = f"pm:deliveries:{stream}:{entry_key}"
-        deliveries = await redis.incr(counter)
-        await redis.expire(counter, DELIVERY_TTL_SECONDS)
-        if deliveries >= MAX_DELIVERIES:
-            log.exception("dead-lettering %s %s after %d deliveries", stream, entry_key, deliveries)
-            await dead_letter_entry(redis, stream, parsed.model_dump(mode="json"), repr(exc), deliveries)
-            await message.ack()
+Handler = Callable[[M, Delivery], Awaitable[None]]
+
+
+@dataclass
+class _Subscription(Generic[M]):
+    group: ConsumerGroup
+    parse: Callable[[str], M]
+    handle: Handler[M]
+    concurrency: int
+    skip_late: bool
+    skip_finished: bool
+    inflight: dict[str, asyncio.Task[None]] = field(default_factory=dict)
+    slot_freed: asyncio.Event = field(default_factory=asyncio.Event)
+
+    @property
+    def stream(self) -> str:
+        return self.group.stream
+
+    @property
+    def free(self) -> int:
+        return self.concurrency - len(self.inflight)
+
+
+class Worker:
+    """A stage's stream consumers in one process. ``start``/``stop`` for tests, ``run``
+    for a process (until SIGTERM or SIGINT)."""
+
+    def __init__(
+        self,
+        settings: ServiceSettings,
+        *,
+        consumer: str | None = None,
+        policy: Policy | None = None,
+        redis: Redis | None = None,
+    ) -> None:
+        self.settings = settings
+        self.consumer = consumer or consumer_name()
+        self.policy = policy or Policy.from_settings(settings)
+        # The runtime's own client: reads, acks and heartbeats never queue behind a
+        # burst of handler commands for a pooled connection.
+        self.redis = redis or connect(settings)
+        self._owns_redis = redis is None
+        self._subs: list[_Subscription[Any]] = []
+        self._on_start: list[Callable[[], Awaitable[None]]] = []
+        self._on_stop: list[Callable[[], Awaitable[None]]] = []
+        self._loops: list[asyncio.Task[None]] = []
+        self._background: list[asyncio.Task[None]] = []
+        self._stopping = asyncio.Event()
+
+    # ------------------------------------------------------------ wiring
+
+    def subscribe(
+        self,
+        stream: str,
+        model: type[M],
+        handle: Handler[M],
+        *,
+        concurrency: int = 1,
+        parse: Callable[[str], M] | None = None,
+        skip_late: bool = True,
+        skip_finished: bool = True,
+        group: str | None = None,
+    ) -> None:
+        """Run ``handle(message, delivery)`` for each entry of ``stream``.
+
+        ``skip_late``/``skip_finished``: acknowledge without running a message whose
+        deadline passed / whose run already has a result. ``parse`` turns the
+        envelope's JSON into the message (default: ``model``'s validation); it may raise
+        a ContractError with its own code."""
+        self._subs.append(
+            _Subscription(
+                group=ConsumerGroup(self.redis, stream, group or GROUP[stream], self.consumer),
+                parse=parse or model.model_validate_json,
+                handle=handle,
+                concurrency=max(concurrency, 1),
+                skip_late=skip_late,
+                skip_finished=skip_finished,
+            )
+        )
+
+    def on_start(self, hook: Callable[[], Awaitable[None]]) -> None:
+        """Run ``hook`` after the groups exist, before the first read."""
+        self._on_start.append(hook)
+
+    def on_stop(self, hook: Callable[[], Awaitable[None]]) -> None:
+        """Run ``hook`` after the last handler ended (close clients, flush an index)."""
+        self._on_stop.append(hook)
+
+    @property
+    def streams(self) -> list[str]:
+        return [s.stream for s in self._subs]
+
+    # ------------------------------------------------------------ life cycle
+
+    async def start(self) -> None:
+        self._stopping.clear()
+        for sub in self._subs:
+            await self._ensure_group(sub)
+        for hook in self._on_start:
+            await hook()
+        for sub in self._subs:
+            self._loops.append(asyncio.create_task(self._consume_loop(sub)))
+            self._background.append(asyncio.create_task(self._heartbeat_loop(sub)))
+        groups = {s.stream: s.group.group for s in self._subs}
+        self._background.append(
+            asyncio.create_task(T.report_streams(self.redis, self.streams, groups, self.policy.report_seconds))
+        )
+
+    async def stop(self) -> None:
+        """Stop reading, let running handlers finish (up to the grace time), then close.
+        A handler cut short leaves its entry pending for another consumer."""
+        self._stopping.set()
+        for sub in self._subs:
+            sub.slot_freed.set()
+        await _settle(self._loops, self.policy.block_ms / 1000 + 1)
+        running = [t for sub in self._subs for t in sub.inflight.values()]
+        await _settle(running, self.policy.shutdown_grace_seconds)
+        await _settle(self._background, 0)
+        self._loops, self._background = [], []
+        for hook in self._on_stop:
+            try:
+                await hook()
+            except Exception:  # noqa: BLE001 - the others still run
+                log.exception("stop hook failed")
+        if self._owns_redis:
+            await self.redis.aclose()
+
+    async def run(self) -> None:
+        """Serve until SIGTERM or SIGINT, then stop gracefully."""
+        loop = asyncio.get_running_loop()
+        stop = asyncio.Event()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, stop.set)
+        await self.start()
+        log.info("worker %s consuming %s", self.consumer, ", ".join(self.streams))
+        try:
+            await stop.wait()
+        finally:
+            await self.stop()
+
+    # ------------------------------------------------------------ reading
+
+    async def _ensure_group(self, sub: _Subscription[Any]) -> None:
+        if await sub.group.ensure():
+            T.WORKER_GROUPS_CREATED.labels(sub.stream).inc()
+            log.info("created consumer group %s on %s at 0", sub.group.group, sub.stream)
+
+    async def _wait_for_slot(self, sub: _Subscription[Any]) -> bool:
+        """True once a handler slot is free; False when stopping."""
+        while sub.free <= 0 and not self._stopping.is_set():
+            sub.slot_freed.clear()
+            try:
+                await asyncio.wait_for(sub.slot_freed.wait(), self.policy.block_ms / 1000)
+            except asyncio.TimeoutError:
+                pass
+        return not self._stopping.is_set()
+
+    async def _guarded(self, sub: _Subscription[Any], read: Callable[[], Awaitable[Any]], backoff: list[float]) -> Any:
+        """Run one read; on NOGROUP create the group again, on a Redis fault back off.
+        None when the read failed."""
+        try:
+            reply = await read()
+        except Exception as exc:  # noqa: BLE001 - a lost connection, a restart: keep reading
+            if is_nogroup(exc):
+                log.warning("consumer group %s of %s is gone; creating it again", sub.group.group, sub.stream)
+                try:
+                    await self._ensure_group(sub)
+                    return None
+                except Exception as again:  # noqa: BLE001 - the next read tries again
+                    exc = again
+            log.warning("reading %s failed (%s); retrying in %.1f s", sub.stream, exc, backoff[0])
+            await self._pause(backoff[0])
+            backoff[0] = min(backoff[0] * 2, 5.0)
+            return None
+        backoff[0] = 0.1
+        return reply
+
+    async def _consume_loop(self, sub: _Subscription[Any]) -> None:
+        """Take over dead consumers' entries every reclaim poll, read new ones between.
+        One command at a time, each for at most the free slots: never more than
+        ``concurrency`` entries held, and reclaiming is never starved by reading."""
+        backoff, cursor, reclaim_at = [0.1], "0-0", 0.0
+        while await self._wait_for_slot(sub):
+            count = min(sub.free, self.policy.read_count)
+            now = time.monotonic()
+            if cursor != "0-0" or now >= reclaim_at:
+                reply = await self._guarded(
+                    sub, lambda: sub.group.reclaim(cursor, self.policy.reclaim_idle_ms, count), backoff
+                )
+                cursor, claimed = reply if reply is not None else ("0-0", [])
+                if cursor == "0-0":
+                    reclaim_at = now + self.policy.reclaim_poll_ms / 1000
+                for entry_id, fields, delivered in claimed:
+                    # Our own running entry (a heartbeat came late), or no count known
+                    # (acknowledged meanwhile): not run now. The claim made it ours; it
+                    # is taken over again after the idle time if it is still pending.
+                    if entry_id in sub.inflight or delivered is None:
+                        continue
+                    T.WORKER_RECLAIMED.labels(sub.stream).inc()
+                    self._dispatch(sub, entry_id, fields, delivered)
+                continue
+            # Block no longer than until the next reclaim (BLOCK 0 would wait forever).
+            block = max(1, min(self.policy.block_ms, int((reclaim_at - now) * 1000)))
+            entries = await self._guarded(sub, lambda: sub.group.read(count, block), backoff)
+            for entry_id, fields in entries or []:
+                self._dispatch(sub, entry_id, fields, 1)
+
+    async def _pause(self, seconds: float) -> None:
+        try:
+            await asyncio.wait_for(self._stopping.wait(), seconds)
+        except asyncio.TimeoutError:
+            pass
+
+    async def _heartbeat_loop(self, sub: _Subscription[Any]) -> None:
+        """Keep the entries of running handlers young; report those another consumer took."""
+        while True:
+            await asyncio.sleep(self.policy.heartbeat_ms / 1000)
+            ids = list(sub.inflight)
+            if not ids:
+                continue
+            try:
+                gone = await sub.group.heartbeat(ids)
+            except Exception as exc:  # noqa: BLE001 - the next beat tries again
+                log.warning("heartbeat on %s failed: %s", sub.stream, exc)
+                continue
+            for entry_id in gone:
+                if entry_id in sub.inflight:  # still running, so not acknowledged: taken
+                    T.WORKER_TAKEN.labels(sub.stream).inc()
+                    log.warning("%s %s was taken over by another consumer while running", sub.stream, entry_id)
+
+    # ------------------------------------------------------------ handling
+
+    def _dispatch(self, sub: _Subscription[Any], entry_id: str, fields: Fields, count: int) -> None:
+        task = asyncio.create_task(self._deliver(sub, entry_id, fields, count))
+        sub.inflight[entry_id] = task
+
+        def done(_: asyncio.Task[None]) -> None:
+            if sub.inflight.get(entry_id) is task:
+                del sub.inflight[entry_id]
+            sub.slot_freed.set()
+
+        task.add_done_callback(done)
+
+    async def _deliver(self, sub: _Subscription[Any], entry_id: str, fields: Fields, count: int) -> None:
+        stream = sub.stream
+        if count > self.policy.max_deliveries:
+            # The earlier tries never came back: each killed its worker, or hung it.
+            await self._dead_letter(sub, entry_id, fields, "too_many_deliveries", f"delivered {count} times", count)
             return
-        log.exception("handler failed on %s %s (delivery %d); left pending", stream, entry_key, deliveries)
-        raise
-    await message.ack()
+        try:
+            message = sub.parse(envelope_data(fields))
+        except ContractError as exc:
+            await self._dead_letter(sub, entry_id, fields, exc.code, exc.detail, count)
+            return
+        except ValueError as exc:
+            detail = str(exc.errors()[:3]) if hasattr(exc, "errors") else str(exc)
+            await self._dead_letter(sub, entry_id, fields, ContractError.code, detail, count)
+            return
+        try:
+            stale = await self._stale(sub, message)
+            if stale is not None:
+                T.WORKER_DROPPED.labels(stream, stale).inc()
+                log.info("dropped %s %s: %s", stream, entry_id, stale)
+            else:
+                await sub.handle(message, Delivery(stream=stream, entry_id=entry_id, count=count))
+        except ContractError as exc:
+            await self._dead_letter(sub, entry_id, fields, exc.code, exc.detail, count)
+            return
+        except Exception as exc:  # noqa: BLE001 - retry or dead-letter, by delivery count
+            if count >= self.policy.max_deliveries:
+                log.exception("giving up on %s %s after %d deliveries", stream, entry_id, count)
+                await self._dead_letter(sub, entry_id, fields, "handler_failed", repr(exc), count)
+                return
+            T.WORKER_FAILURES.labels(stream).inc()
+            log.exception("handler failed on %s %s (delivery %d); left pending for a retry", stream, entry_id, count)
+            return
+        try:
+            await sub.group.ack(entry_id)
+        except Exception as exc:  # noqa: BLE001 - redelivered later; handlers are idempotent
+            log.warning("cannot acknowledge %s %s: %s", stream, entry_id, exc)
+
+    async def _stale(self, sub: _Subscription[Any], message: BaseModel) -> str | None:
+        deadline = getattr(message, "deadline", None)
+        if sub.skip_late and deadline is not None and time.time() >= deadline:
+            return "deadline_passed"
+        run_id = getattr(message, "run_id", None)
+        if sub.skip_finished and run_id and await self.redis.exists(final_key(run_id)):
+            return "run_finished"
+        return None
+
+    async def _dead_letter(
+        self, sub: _Subscription[Any], entry_id: str, fields: Fields, reason: str, detail: str, count: int
+    ) -> None:
+        log.warning("dead-lettering %s %s (%s, delivery %d): %s", sub.stream, entry_id, reason, count, detail[:300])
+        try:
+            await sub.group.dead_letter(entry_id, fields, f"{reason}: {detail}", count)
+        except Exception:  # noqa: BLE001 - left pending; the next delivery tries again
+            log.exception("cannot dead-letter %s %s", sub.stream, entry_id)
+            return
+        T.WORKER_DEAD_LETTERED.labels(sub.stream, reason).inc()
 
 
-__all__ = ["make_broker", "subscribe", "consumer_name"]
+async def _settle(tasks: list[asyncio.Task[Any]], timeout: float) -> None:
+    """Wait up to ``timeout`` for ``tasks``, then cancel what is left."""
+    tasks = [t for t in tasks if not t.done()]
+    if not tasks:
+        return
+    if timeout > 0:
+        await asyncio.wait(tasks, timeout=timeout)
+    for t in tasks:
+        if not t.done():
+            t.cancel()
+    await asyncio.gather(*tasks, return_exceptions=True)
+
+
+__all__ = ["Delivery", "Policy", "Worker", "consumer_name"]

@@ -1,45 +1,61 @@
-"""The answerer worker. Run with ``python -m services.answerer.worker``."""
+"""The answerer worker. Run with ``python -m services.answerer.worker``.
+
+:func:`build_app` wires the answerer to its own Redis and model client from settings, so
+tests build it against their own Redis and model server.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import logging
 
-from faststream import FastStream
-
 from services.answerer.service import Answerer
 from shared import streams
 from shared.bus import connect
 from shared.llm import ModelClient
 from shared.messages import AnswerRequested
-from shared.settings import answerer_settings
-from shared.telemetry import report_streams, serve_metrics, setup_logging
-from shared.worker import make_broker, subscribe
+from shared.settings import AnswererSettings, answerer_settings
+from shared.telemetry import serve_metrics, setup_logging
+from shared.worker import Delivery, Policy, Worker
 
 log = logging.getLogger("pmsearch.answerer")
 
-settings = answerer_settings()
-broker = make_broker(settings)
-redis = connect(settings)
-app = FastStream(broker)
-answerer = Answerer(redis, ModelClient(settings), settings.citation_source)
+
+def build_app(
+    settings: AnswererSettings | None = None,
+    *,
+    consumer: str | None = None,
+    policy: Policy | None = None,
+    model: ModelClient | None = None,
+) -> Worker:
+    """The answerer's worker; connects as the answerer's own Redis user."""
+    settings = settings or answerer_settings()
+    worker = Worker(settings, consumer=consumer, policy=policy)
+    redis = connect(settings)
+    model = model or ModelClient(settings)
+    answerer = Answerer(redis, model, settings.citation_source)
+
+    async def on_answer(req: AnswerRequested, delivery: Delivery) -> None:
+        await answerer.answer(req)
+
+    worker.subscribe(streams.ANSWERS, AnswerRequested, on_answer, concurrency=settings.worker_concurrency)
+
+    async def ready() -> None:
+        log.info("answerer ready")
+
+    worker.on_start(ready)
+    worker.on_stop(model.aclose)
+    worker.on_stop(redis.aclose)
+    return worker
 
 
-async def on_answer(req: AnswerRequested) -> None:
-    await answerer.answer(req)
-
-
-subscribe(broker, redis, streams.ANSWERS, AnswerRequested, on_answer, concurrency=settings.worker_concurrency)
-
-
-@app.on_startup
-async def _startup() -> None:
+def main() -> None:
+    settings = answerer_settings()
     setup_logging(settings.log_level)
     if settings.metrics_port:
         serve_metrics(settings.metrics_port)
-        asyncio.get_running_loop().create_task(report_streams(redis, [streams.ANSWERS], streams.GROUP))
-    log.info("answerer ready")
+    asyncio.run(build_app(settings).run())
 
 
 if __name__ == "__main__":
-    asyncio.run(app.run())
+    main()

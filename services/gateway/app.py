@@ -16,12 +16,14 @@ import uvicorn
 from fastapi import Depends, FastAPI, Header, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
-from sse_starlette.sse import EventSourceResponse
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import TimeoutError as RedisTimeout
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from services.gateway import metrics
-from services.gateway.errors import InvalidRequest
+from services.gateway.admission import Admission, ClientGone, HeldEventSource, Ticket, unless_client_leaves
+from services.gateway.errors import InvalidRequest, Overloaded
 from services.gateway.schemas import (
     ApiKeyRecord,
     IngestBatch,
@@ -35,8 +37,9 @@ from services.gateway.schemas import (
     TenantSettingsPatch,
 )
 from services.gateway.limits import BodyLimit, BodyTooLargeSignal, KeyLimits, problem_response
-from services.gateway.runs import RunService, parse_last_event_id, watchdog
+from services.gateway.runs import RunService, parse_last_event_id
 from services.gateway.service import GatewayService
+from services.gateway.watchdog import watchdog
 from shared.bus import connect
 from shared.errors import PmError
 from shared.settings import GatewaySettings, gateway_settings
@@ -44,6 +47,8 @@ from shared.telemetry import setup_logging
 
 log = logging.getLogger("pmsearch.gateway")
 PROBLEM = "application/problem+json"
+# The watchdog and /healthz: a few connections of their own, never starved by clients.
+CONTROL_CONNECTIONS = 4
 
 
 def _problem(status: int, body: dict, headers: dict[str, str] | None = None) -> JSONResponse:
@@ -55,20 +60,31 @@ def create_app(settings: GatewaySettings | None = None) -> FastAPI:
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        redis = connect(settings)
+        # Client traffic: a blocking pool sized by the settings, whose sockets outlive
+        # the longest BLPOP (a direct call's timeout).
+        redis = connect(
+            settings,
+            max_connections=settings.redis_max_connections,
+            pool_timeout=settings.redis_pool_timeout_seconds,
+            longest_block_seconds=max(settings.search_timeout_seconds, settings.ingest_timeout_seconds),
+        )
+        control = connect(settings, max_connections=CONTROL_CONNECTIONS, pool_timeout=settings.redis_pool_timeout_seconds)
         gw = GatewayService(redis, settings)
         app.state.service = gw
+        app.state.control = control
         app.state.runs = RunService(gw)
+        app.state.admission = Admission(settings)
         app.state.limits = KeyLimits(
             redis, search_rate_per_minute=settings.search_rate_per_minute,
             max_streams=settings.max_streams_per_key, lease_seconds=settings.stream_lease_seconds,
         )
         stop = asyncio.Event()
-        dog = asyncio.create_task(watchdog(gw, stop))
+        dog = asyncio.create_task(watchdog(control, stop))
         yield
         stop.set()
         await dog
         await redis.aclose()
+        await control.aclose()
 
     app = FastAPI(
         title="pmsearch",
@@ -98,6 +114,19 @@ def create_app(settings: GatewaySettings | None = None) -> FastAPI:
     async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
         body = {"type": "about:blank", "title": str(exc.detail), "status": exc.status_code, "detail": str(exc.detail)}
         return _problem(exc.status_code, body)
+
+    @app.exception_handler(RedisConnectionError)
+    @app.exception_handler(RedisTimeout)
+    async def _redis_unavailable(request: Request, exc: Exception) -> JSONResponse:
+        # Redis restarting, or every pooled connection busy past the pool timeout: the
+        # request may be retried, so say when rather than 500.
+        log.warning("Redis unavailable on %s: %s", request.url.path, exc)
+        err = Overloaded("the gateway cannot reach its store right now; retry shortly", retry_after=1)
+        return _problem(err.status, err.problem(str(request.url.path)), {"Retry-After": "1"})
+
+    @app.exception_handler(ClientGone)
+    async def _client_gone(request: Request, exc: ClientGone) -> Response:
+        return Response(status_code=499)  # nginx's "client closed request": nobody reads it
 
     @app.exception_handler(BodyTooLargeSignal)
     async def _too_large(request: Request, exc: BodyTooLargeSignal) -> JSONResponse:
@@ -151,6 +180,13 @@ def limits(request: Request) -> KeyLimits:
 Limits = Annotated[KeyLimits, Depends(limits)]
 
 
+def admission(request: Request) -> Admission:
+    return request.app.state.admission
+
+
+Capacities = Annotated[Admission, Depends(admission)]
+
+
 def _bearer(authorization: str | None, x_api_key: str | None) -> str | None:
     if authorization and authorization.lower().startswith("bearer "):
         return authorization[7:].strip()
@@ -178,8 +214,8 @@ Admin = Depends(admin)
 
 def _routes(app: FastAPI) -> None:
     @app.get("/healthz", include_in_schema=False)
-    async def healthz(svc: Service) -> dict:
-        await svc.redis.ping()
+    async def healthz(request: Request) -> dict:
+        await request.app.state.control.ping()  # not the client pool: load must not fail it
         return {"status": "ok"}
 
     @app.get("/metrics", include_in_schema=False)
@@ -192,11 +228,13 @@ def _routes(app: FastAPI) -> None:
         responses={200: {"description": "Hits (keyword, semantic, hybrid), a finished run (agentic), or an SSE stream"}},
     )
     async def search(
+        request: Request,
         body: SearchRequest,
         record: Caller,
         svc: Service,
         run_svc: Runs,
         key_limits: Limits,
+        capacity: Capacities,
         accept: Annotated[str | None, Header()] = None,
     ):
         """Keyword, semantic or hybrid search inside the caller's scope; or an agentic
@@ -209,26 +247,28 @@ def _routes(app: FastAPI) -> None:
         quote can still be wrong while citing a relevant message: read the evidence
         for decisions that matter."""
         if body.mode == "agentic":
-            # The slot first: a refused request must not start a run or spend the cap.
-            slot = await key_limits.open_stream(record.key_id)
+            streamed = bool(accept and "text/event-stream" in accept)
+            # This replica's capacity, then the key's slot: a refused request must not
+            # start a run or spend the cap.
+            ticket = (capacity.event_streams if streamed else capacity.waiting_runs).take()
             try:
-                meta = await run_svc.start(record, body)
+                return await _agentic(request, body, record, run_svc, key_limits, ticket, streamed)
             except BaseException:
-                await slot.release()
+                ticket.release()
                 raise
-            headers = {"X-Run-Id": meta.run_id, "Location": f"/v1/runs/{meta.run_id}"}
-            if accept and "text/event-stream" in accept:
-                return EventSourceResponse(slot.stream(run_svc.events(meta, None)), headers=headers, ping=5)
-            async with slot.held():
-                result = await run_svc.wait(meta)
-            return JSONResponse(result.model_dump(mode="json"), headers=headers)
+            finally:
+                if not streamed:
+                    ticket.release()  # a stream's ticket goes back when the stream ends
         svc.require(record, "search")
+        ticket = capacity.direct_searches.take()
         try:
             await key_limits.take_search(record.key_id)
-            result = await svc.search(record, body)
+            result = await unless_client_leaves(request.receive, svc.search(record, body), "direct_searches")
         except PmError as exc:
             metrics.SEARCHES.labels(body.mode, exc.code).inc()
             raise
+        finally:
+            ticket.release()
         metrics.SEARCHES.labels(body.mode, "ok").inc()
         return result
 
@@ -248,6 +288,7 @@ def _routes(app: FastAPI) -> None:
         record: Caller,
         run_svc: Runs,
         key_limits: Limits,
+        capacity: Capacities,
         last_event_id: Annotated[str | None, Header()] = None,
     ):
         """The run's events as SSE, from the start or after ``Last-Event-ID``; a finished
@@ -255,8 +296,13 @@ def _routes(app: FastAPI) -> None:
         sees the run (else 404)."""
         after = parse_last_event_id(last_event_id)  # refused before the 200 starts
         meta = await run_svc.meta(record, run_id)
-        slot = await key_limits.open_stream(record.key_id)
-        return EventSourceResponse(slot.stream(run_svc.events(meta, after)), ping=5)
+        ticket = capacity.event_streams.take()
+        try:
+            slot = await key_limits.open_stream(record.key_id)
+        except BaseException:
+            ticket.release()
+            raise
+        return HeldEventSource(slot.stream(run_svc.events(meta, after)), ping=5, release=ticket.release)
 
     @app.post("/v1/admin/keys", response_model=KeyCreated, status_code=201, tags=["admin"], dependencies=[Admin])
     async def create_key(body: KeyCreate, svc: Service) -> KeyCreated:
@@ -286,9 +332,37 @@ def _routes(app: FastAPI) -> None:
         return updated.model_dump(by_alias=True)
 
     @app.post("/v1/admin/ingest", response_model=IngestResult, tags=["admin"], dependencies=[Admin])
-    async def ingest(body: IngestBatch, svc: Service) -> IngestResult:
+    async def ingest(request: Request, body: IngestBatch, svc: Service, capacity: Capacities) -> IngestResult:
         """Import RFC 822 messages (base64) into a tenant's mailbox. Idempotent by Message-ID."""
-        return await svc.ingest(body)
+        ticket = capacity.direct_searches.take()  # a direct call to the searcher, like a search
+        try:
+            return await unless_client_leaves(request.receive, svc.ingest(body), "direct_searches")
+        finally:
+            ticket.release()
+
+
+async def _agentic(
+    request: Request,
+    body: SearchRequest,
+    record: ApiKeyRecord,
+    run_svc: RunService,
+    key_limits: KeyLimits,
+    ticket: Ticket,
+    streamed: bool,
+) -> Response:
+    """Start an agentic run holding ``ticket`` and the key's slot; stream it or wait for it."""
+    slot = await key_limits.open_stream(record.key_id)
+    try:
+        meta = await run_svc.start(record, body)
+    except BaseException:
+        await slot.release()
+        raise
+    headers = {"X-Run-Id": meta.run_id, "Location": f"/v1/runs/{meta.run_id}"}
+    if streamed:
+        return HeldEventSource(slot.stream(run_svc.events(meta, None)), headers=headers, ping=5, release=ticket.release)
+    async with slot.held():
+        result = await unless_client_leaves(request.receive, run_svc.wait(meta), "waiting_runs")
+    return JSONResponse(result.model_dump(mode="json"), headers=headers)
 
 
 app = create_app

@@ -12,6 +12,7 @@
         ├── RateLimited         429  the key's plain searches for this minute are spent (Retry-After)
         ├── TooManyStreams      429  the key holds all its stream slots (Retry-After)
         ├── NotAvailable        501  a mode this deployment does not offer
+        ├── Overloaded          503  this replica is at capacity, or Redis is unreachable (Retry-After)
         └── UpstreamTimeout     504  the searcher did not answer in time
 """
 
@@ -93,6 +94,15 @@ class UpstreamTimeout(GatewayError):
     status = 504
     code = "upstream_timeout"
     title = "The searcher did not answer in time"
+
+
+class Overloaded(GatewayError):
+    status = 503
+    code = "overloaded"
+    title = "Service at capacity"
+
+    def __init__(self, detail: str, retry_after: int) -> None:
+        super().__init__(detail, retry_after=retry_after)
 
 
 class NotAvailable(GatewayError):

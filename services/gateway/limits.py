@@ -27,6 +27,7 @@ from typing import Any, AsyncIterator
 import anyio
 from fastapi.responses import JSONResponse
 from redis.asyncio import Redis
+from redis.exceptions import RedisError
 from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -192,10 +193,13 @@ class StreamSlot:
         lease_seconds = self._limits.lease_seconds
         while True:
             await asyncio.sleep(lease_seconds / 3)
-            async with self._limits.redis.pipeline(transaction=True) as pipe:
-                pipe.zadd(self._key, {self._lease: time.time() + lease_seconds})
-                pipe.pexpire(self._key, int(lease_seconds * 1000))
-                await pipe.execute()
+            try:
+                async with self._limits.redis.pipeline(transaction=True) as pipe:
+                    pipe.zadd(self._key, {self._lease: time.time() + lease_seconds})
+                    pipe.pexpire(self._key, int(lease_seconds * 1000))
+                    await pipe.execute()
+            except RedisError:
+                continue  # a Redis restart: keep renewing, the stream itself carries on
 
     @asynccontextmanager
     async def held(self) -> AsyncIterator[None]:

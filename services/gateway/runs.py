@@ -1,5 +1,6 @@
 """Agentic runs at the gateway: admission (permission, daily cap, budgets, signed
-scope), waiting for and streaming a run, and the deadline watchdog.
+scope), waiting for and streaming a run. The deadline watchdog is
+:mod:`services.gateway.watchdog`.
 
 A run belongs to the principal and scope that started it: only a key of that principal,
 with ``search:agentic`` and a scope covering the run's, may read it; to anyone else it
@@ -22,6 +23,9 @@ import time
 import uuid
 from typing import Any, AsyncIterator
 
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import TimeoutError as RedisTimeout
+
 from services.gateway import metrics
 from services.gateway.errors import BadHeader, CapExhausted, Forbidden, NotFound, UpstreamTimeout
 from services.gateway.repository import seconds_to_utc_midnight
@@ -29,12 +33,16 @@ from services.gateway.schemas import ApiKeyRecord, SearchRequest
 from services.gateway.service import GatewayService
 from shared import streams
 from shared.bus import decode, publish
-from shared.messages import ProgressEvent, RunMeta, RunRequested, RunResult, VerificationRequested
+from shared.messages import ProgressEvent, RunMeta, RunRequested, RunResult
 
 log = logging.getLogger("pmsearch.gateway.runs")
 SCOPE_SLACK_SECONDS = 30.0  # the token outlives the deadline a little, for the last tool step
 RELAYED = frozenset({"step", "evidence"})  # progress entries passed on as written
 _ENTRY_ID = re.compile(r"\d{1,20}-\d{1,20}")
+# A wait or a stream outlives a Redis hiccup (a restart, a full pool): it tries again
+# after this pause, until the run's own time is up.
+REDIS_RETRY_SECONDS = 0.25
+_TRANSIENT = (RedisConnectionError, RedisTimeout)
 
 
 def parse_last_event_id(value: str | None) -> str | None:
@@ -135,11 +143,16 @@ class RunService:
         last = "0-0"
         seen_evidence = False
         while time.time() < give_up:
-            result = await self.result(meta.run_id)
-            if result is not None:
-                metrics.RUN_SECONDS.labels(result.outcome).observe(time.time() - meta.created_at)
-                return result
-            entries = await self.redis.xread({streams.progress_key(meta.run_id): last}, block=250, count=100)
+            try:
+                result = await self.result(meta.run_id)
+                if result is not None:
+                    metrics.RUN_SECONDS.labels(result.outcome).observe(time.time() - meta.created_at)
+                    return result
+                entries = await self.redis.xread({streams.progress_key(meta.run_id): last}, block=250, count=100)
+            except _TRANSIENT:
+                log.warning("run %s: Redis unavailable while waiting; trying again", meta.run_id)
+                await asyncio.sleep(REDIS_RETRY_SECONDS)
+                continue
             for _, items in entries or []:
                 last = items[-1][0]
                 if not seen_evidence and any(getattr(_progress(f), "event", None) == "evidence" for _, f in items):
@@ -160,12 +173,19 @@ class RunService:
         seen_evidence = not live
         give_up = meta.deadline + self.settings.deadline_grace_seconds + 10
         while True:
-            result = await self.result(meta.run_id)
-            if result is None and time.time() >= give_up:
-                break
-            # Once the result is stored, drain what the stream still holds without
-            # blocking, then end with the result.
-            entries = await self.redis.xread({progress: last}, block=None if result else 500, count=100)
+            try:
+                result = await self.result(meta.run_id)
+                if result is None and time.time() >= give_up:
+                    break
+                # Once the result is stored, drain what the stream still holds without
+                # blocking, then end with the result.
+                entries = await self.redis.xread({progress: last}, block=None if result else 500, count=100)
+            except _TRANSIENT:
+                if time.time() >= give_up:
+                    break
+                log.warning("run %s: Redis unavailable while streaming; trying again", meta.run_id)
+                await asyncio.sleep(REDIS_RETRY_SECONDS)
+                continue
             for _, items in entries or []:
                 for entry_id, fields in items:
                     last = entry_id.decode() if isinstance(entry_id, bytes) else entry_id
@@ -186,35 +206,3 @@ class RunService:
                 return
         yield {"event": "error", "data": json.dumps({"detail": "run did not finish in time"})}
 
-
-async def watchdog(gw: GatewayService, stop: asyncio.Event, interval: float = 0.2) -> None:
-    """Ask the verifier to end every run still open at its deadline plus the grace."""
-    redis = gw.redis
-    while not stop.is_set():
-        try:
-            due = await redis.zrangebyscore(streams.WATCHDOG, "-inf", time.time(), start=0, num=50)
-            for raw_id in due:
-                run_id = raw_id.decode() if isinstance(raw_id, bytes) else raw_id
-                if not await redis.zrem(streams.WATCHDOG, run_id):
-                    continue  # another gateway replica took it
-                if await redis.exists(streams.final_key(run_id)):
-                    continue
-                raw = await redis.get(streams.meta_key(run_id))
-                if raw is None:
-                    continue
-                meta = RunMeta.model_validate_json(raw)
-                metrics.WATCHDOG_ENDINGS.inc()
-                await publish(
-                    redis,
-                    streams.DRAFTS,
-                    VerificationRequested(
-                        run_id=run_id, tenant_id=meta.tenant_id, scope_token=meta.scope_token, deadline=meta.deadline,
-                        question=meta.question, ending="budget_exhausted", reason="the time budget ran out",
-                    ),
-                )
-        except Exception:  # the watchdog must outlive a Redis hiccup
-            log.exception("watchdog round failed")
-        try:
-            await asyncio.wait_for(stop.wait(), timeout=interval)
-        except asyncio.TimeoutError:
-            pass

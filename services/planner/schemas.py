@@ -53,7 +53,10 @@ def search_model(calls: list[type[BaseModel]]) -> type[BaseModel]:
     )
 
 
-Decision = Literal["pending", "search", "judging", "answer", "give_up", "degraded", "done"]
+# ``judging``: an answer attempt's model call is due or under way; ``planning``: the
+# search round's. Both are re-entered by whoever advances the run next (a redelivered
+# message after a crash), with a new ``turn``.
+Decision = Literal["pending", "search", "judging", "planning", "answer", "give_up", "degraded", "done"]
 
 
 class RunState(BaseModel):
@@ -75,3 +78,7 @@ class RunState(BaseModel):
     trace: Trace = Field(default_factory=Trace)
     usage: Usage = Field(default_factory=Usage)
     reason: str | None = None
+    # Each entry into a model call takes the next turn; a reply is applied only while
+    # its turn is still the run's (a redelivery may have taken the call over).
+    turn: int = 0
+    sent: list[str] = Field(default_factory=list)  # publishes done that a redelivery must not repeat

@@ -6,9 +6,15 @@ they found. A run's state lives in Redis, so any replica can take its next messa
 
 The loop is a small state machine over :class:`RunState.decision`:
 
-    pending --first search in--> judging --attempt--> answer | (search round) | give_up | degraded
-    judging --search round--> search --observations in--> judging --attempt--> ...
+    pending --first search in--> judging --attempt--> answer | planning | give_up | degraded
+    planning --search round--> search --observations in--> judging --attempt--> ...
     any --deadline or step budget--> done (budget_exhausted)
+
+Every transition is "effect, then mark": it publishes, then saves the state that says it
+did, so a message redelivered after a crash redoes what did not happen (a publish done
+twice is dropped downstream: a second observation of a step, a second draft of a run).
+``judging`` and ``planning`` are saved before their model call; whoever advances the run
+next takes the call over under a new turn, and a reply of an older turn is dropped.
 
 A round (an attempt and its search round) is one step of the budget. Measured on the
 embedded 1.5B model, one call that may either answer or search mostly did neither; an
@@ -21,6 +27,7 @@ hybrid search and one answer call in the answerer, no decision at all.
 from __future__ import annotations
 
 import time
+from typing import Literal
 
 from services.planner import metrics
 from services.planner.filters import drop_unasked, has_filters
@@ -36,6 +43,7 @@ from shared.llm.bookkeeping import ModelCall, call_model
 from shared.messages import (
     AnswerRequested,
     Ending,
+    EvidenceMessage,
     ProgressEvent,
     RunRequested,
     StepTrace,
@@ -49,6 +57,7 @@ from shared.messages import (
 MAX_CALLS_PER_STEP = 3
 FIRST_SEARCH_LIMIT = 8
 FIRST_SEARCH_THREAD_LATEST = 1
+FIRST_SEARCH_SENT = "tools:0"
 
 
 class Planner:
@@ -59,11 +68,15 @@ class Planner:
     # ------------------------------------------------------------ entry points
 
     async def start(self, req: RunRequested) -> None:
-        """Admit a run: search the question at once; the first decision waits for it."""
+        """Admit a run: search the question at once; the first decision waits for it.
+        A redelivery sends the first search only if the first delivery did not."""
         state = RunState(run=req, awaiting=[0])
         state.trace.steps.append(StepTrace(step=0, kind="first_search", note="hybrid search of the question"))
         if not await self.repo.create(state):
-            return  # redelivered: the first delivery already started this run
+            state = await self.repo.load(req.run_id)
+            if FIRST_SEARCH_SENT in state.sent or 0 not in state.awaiting:
+                await self.advance(req.run_id)  # e.g. ends a run whose deadline passed meanwhile
+                return
         call = ToolCall(
             call_id="s0-1",
             tool="search",
@@ -72,77 +85,110 @@ class Planner:
                 "thread_latest": FIRST_SEARCH_THREAD_LATEST if req.strategy == "loop" else 0,
             },
         )
+        # Effect, then mark: a crash in between sends the search once more, and the
+        # second observation of step 0 is dropped as a duplicate.
         await self._send_tools(state, 0, [call], kind="first_search")
+        async with self.repo.locked(req.run_id):
+            state = await self.repo.load(req.run_id)
+            state.sent.append(FIRST_SEARCH_SENT)
+            await self.repo.save(state)
 
     async def observe(self, batch: ToolBatchCompleted) -> None:
-        """Record a step's tool outcomes, then move the run on."""
+        """Record a step's tool outcomes, then move the run on. A step recorded already
+        (a redelivery, or a duplicate) still moves the run on: what followed the
+        recording may not have happened."""
         async with self.repo.locked(batch.run_id):
             state = await self.repo.load(batch.run_id)
-            if batch.step not in state.awaiting:
-                return  # a duplicate delivery
-            state.awaiting.remove(batch.step)
-            self._record(state, batch)
-            await self.repo.save(state)
+            if batch.step in state.awaiting:
+                state.awaiting.remove(batch.step)
+                self._record(state, batch)
+                await self.repo.save(state)
         await self.advance(batch.run_id)
 
     async def advance(self, run_id: str) -> None:
+        """Take every transition due now. Safe to repeat: each transition publishes
+        before it saves its mark, and a model call left unfinished (its worker died) is
+        made again under a new turn, the older turn's reply being dropped."""
         while True:
             async with self.repo.locked(run_id):
                 state = await self.repo.load(run_id)
-                due = await self._next(state)
+                phase = await self._next(state)
                 await self.repo.save(state)
-            if not due:
+            if phase is None:
                 return
-            run = state.run
-            evidence = await read_evidence(self.repo.redis, run_id, state.focus)
-            shown = P.build(run.question, evidence, first=state.found_later)
-            if not shown:
-                # Nothing in scope matches: no model call can answer from nothing.
-                async with self.repo.locked(run_id):
-                    state = await self.repo.load(run_id)
-                    if state.decision == "judging":
-                        state.decision, state.reason = "give_up", "nothing in the caller's mail matches the question"
-                    await self.repo.save(state)
-                continue
-            reply = await call_model(
-                self.model, "decide", attempt_messages(run.question, shown, state.notes, Fence.new()),
-                P.answer_model([p.ref for p in shown], "PlannerAnswer"), name="planner_answer", deadline=run.deadline,
-            )
-            async with self.repo.locked(run_id):
-                state = await self.repo.load(run_id)
-                if state.decision != "judging":
-                    return
-                search_due = await self._attempted(state, reply, shown)
-                await self.repo.save(state)
-            if not search_due:
-                continue
-            calls = call_models(message_ids=[m.message_id for m in evidence], thread_ids=list(P.thread_ids(shown)))
-            rounds_left = run.max_steps - state.steps_used
-            reply = await call_model(
-                self.model, "search", search_messages(run.question, shown, state.notes, Fence.new(), rounds_left),
-                search_model(calls), name="planner_search", deadline=run.deadline,
-            )
-            async with self.repo.locked(run_id):
-                state = await self.repo.load(run_id)
-                if state.decision != "judging":
-                    return
-                await self._searched(state, reply, shown)
-                await self.repo.save(state)
+            if not await (self._decide(state) if phase == "judging" else self._plan(state)):
+                return
+
+    async def _shown(self, state: RunState) -> tuple[list[EvidenceMessage], list[P.Passage]]:
+        evidence = await read_evidence(self.repo.redis, state.run.run_id, state.focus)
+        return evidence, P.build(state.run.question, evidence, first=state.found_later)
+
+    async def _held(self, run_id: str, turn: int, phase: str) -> RunState | None:
+        """The run's state if this turn still holds ``phase``; None when a later turn
+        took the call over or the run moved on (e.g. its deadline ended it)."""
+        state = await self.repo.load(run_id)
+        return state if state.decision == phase and state.turn == turn else None
+
+    async def _decide(self, state: RunState) -> bool:
+        """The answer attempt; True when the run may move on."""
+        run, turn = state.run, state.turn
+        _, shown = await self._shown(state)
+        if not shown:
+            # Nothing in scope matches: no model call can answer from nothing.
+            async with self.repo.locked(run.run_id):
+                if (held := await self._held(run.run_id, turn, "judging")) is None:
+                    return False
+                held.decision, held.reason = "give_up", "nothing in the caller's mail matches the question"
+                await self.repo.save(held)
+            return True
+        reply = await call_model(
+            self.model, "decide", attempt_messages(run.question, shown, state.notes, Fence.new()),
+            P.answer_model([p.ref for p in shown], "PlannerAnswer"), name="planner_answer", deadline=run.deadline,
+        )
+        async with self.repo.locked(run.run_id):
+            if (held := await self._held(run.run_id, turn, "judging")) is None:
+                return False
+            if await self._attempted(held, reply, shown):
+                held.decision = "planning"
+            await self.repo.save(held)
+        return True
+
+    async def _plan(self, state: RunState) -> bool:
+        """The search round after an attempt without an answer; True when the run may
+        move on."""
+        run, turn = state.run, state.turn
+        evidence, shown = await self._shown(state)  # what the attempt was shown
+        calls = call_models(message_ids=[m.message_id for m in evidence], thread_ids=list(P.thread_ids(shown)))
+        rounds_left = run.max_steps - state.steps_used
+        reply = await call_model(
+            self.model, "search", search_messages(run.question, shown, state.notes, Fence.new(), rounds_left),
+            search_model(calls), name="planner_search", deadline=run.deadline,
+        )
+        async with self.repo.locked(run.run_id):
+            if (held := await self._held(run.run_id, turn, "planning")) is None:
+                return False
+            await self._searched(held, reply, shown)
+            await self.repo.save(held)
+        return True
 
     # ------------------------------------------------------------ transitions
 
-    async def _next(self, state: RunState) -> bool:
-        """Take the transition the state allows now; True when a decide call is due."""
-        if state.decision in ("done", "judging"):
-            return False
+    async def _next(self, state: RunState) -> Literal["judging", "planning"] | None:
+        """Take the transition the state allows now; the model call due, if any."""
+        if state.decision == "done":
+            return None
         if await self.repo.finished(state.run.run_id):
             state.decision = "done"
-            return False
+            return None
         if time.time() >= state.run.deadline:
             await self._finish(state, "budget_exhausted", "the time budget ran out")
-            return False
+            return None
         if state.awaiting:
-            return False
+            return None
+        if state.decision == "judging" or state.decision == "planning":
+            # A model call is due, or was under way when its worker died: (re)take it.
+            state.turn += 1
+            return state.decision
         if state.decision == "pending" and state.run.strategy == "single_shot":
             state.decision = "answer"
         if state.decision == "degraded":
@@ -155,8 +201,9 @@ class Planner:
             await self._finish(state, "budget_exhausted", f"the step budget of {state.run.max_steps} ran out")
         else:
             state.decision = "judging"
-            return True
-        return False
+            state.turn += 1
+            return "judging"
+        return None
 
     def _count(self, state: RunState, reply: ModelCall, kind: str) -> StepTrace:
         usage = reply.usage()

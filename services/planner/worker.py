@@ -1,11 +1,13 @@
-"""The planner worker. Run with ``python -m services.planner.worker``."""
+"""The planner worker. Run with ``python -m services.planner.worker``.
+
+:func:`build_app` wires the planner to its own Redis and model client from settings, so
+tests build it against their own Redis and model server.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import logging
-
-from faststream import FastStream
 
 from services.planner.repository import PlannerRepository
 from services.planner.service import Planner
@@ -13,40 +15,58 @@ from shared import streams
 from shared.bus import connect
 from shared.llm import ModelClient
 from shared.messages import RunRequested, ToolBatchCompleted
-from shared.settings import planner_settings
-from shared.telemetry import report_streams, serve_metrics, setup_logging
-from shared.worker import make_broker, subscribe
+from shared.settings import PlannerSettings, planner_settings
+from shared.telemetry import serve_metrics, setup_logging
+from shared.worker import Delivery, Policy, Worker
 
 log = logging.getLogger("pmsearch.planner")
 
-settings = planner_settings()
-broker = make_broker(settings)
-redis = connect(settings)
-app = FastStream(broker)
-planner = Planner(PlannerRepository(redis), ModelClient(settings))
+
+def build_app(
+    settings: PlannerSettings | None = None,
+    *,
+    consumer: str | None = None,
+    policy: Policy | None = None,
+    model: ModelClient | None = None,
+) -> Worker:
+    """The planner's worker; connects as the planner's own Redis user."""
+    settings = settings or planner_settings()
+    worker = Worker(settings, consumer=consumer, policy=policy)
+    redis = connect(settings)
+    model = model or ModelClient(settings)
+    planner = Planner(PlannerRepository(redis), model)
+
+    async def on_run(req: RunRequested, delivery: Delivery) -> None:
+        await planner.start(req)
+
+    async def on_observation(batch: ToolBatchCompleted, delivery: Delivery) -> None:
+        await planner.observe(batch)
+
+    # Runs wait on the model for seconds at a time: take several at once. A late
+    # observation is still handled: the planner then ends the run at once
+    # (budget_exhausted, with its trace) instead of leaving it to the watchdog.
+    worker.subscribe(streams.RUNS, RunRequested, on_run, concurrency=settings.worker_concurrency)
+    worker.subscribe(
+        streams.OBSERVATIONS, ToolBatchCompleted, on_observation,
+        concurrency=settings.worker_concurrency, skip_late=False,
+    )
+
+    async def ready() -> None:
+        log.info("planner ready")
+
+    worker.on_start(ready)
+    worker.on_stop(model.aclose)
+    worker.on_stop(redis.aclose)
+    return worker
 
 
-async def on_run(req: RunRequested) -> None:
-    await planner.start(req)
-
-
-async def on_observation(batch: ToolBatchCompleted) -> None:
-    await planner.observe(batch)
-
-
-# Runs wait on the model for seconds at a time: take several at once.
-subscribe(broker, redis, streams.RUNS, RunRequested, on_run, concurrency=settings.worker_concurrency)
-subscribe(broker, redis, streams.OBSERVATIONS, ToolBatchCompleted, on_observation, concurrency=settings.worker_concurrency)
-
-
-@app.on_startup
-async def _startup() -> None:
+def main() -> None:
+    settings = planner_settings()
     setup_logging(settings.log_level)
     if settings.metrics_port:
         serve_metrics(settings.metrics_port)
-        asyncio.get_running_loop().create_task(report_streams(redis, [streams.RUNS, streams.OBSERVATIONS], streams.GROUP))
-    log.info("planner ready")
+    asyncio.run(build_app(settings).run())
 
 
 if __name__ == "__main__":
-    asyncio.run(app.run())
+    main()

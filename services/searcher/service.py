@@ -7,6 +7,7 @@ so it is tested directly against a real index. Each tool of the registry
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -40,6 +41,8 @@ from shared.tools import (
     ReadThreadArgs,
     SearchArgs,
 )
+
+log = logging.getLogger("pmsearch.searcher")
 
 # How many of a search's best threads ``thread_latest`` looks into: each adds up to
 # five whole messages to what the model reads.
@@ -170,6 +173,21 @@ def _contacts(repo: ScopedMailRepository, scope: Scope, args: ContactsArgs) -> H
 # ------------------------------------------------------------------ runner
 
 
+def _failed(call: ToolCall, started: float, error: str, code: str, *, widen: bool = False) -> ToolRun:
+    return ToolRun(
+        ToolOutcome(
+            call_id=call.call_id,
+            tool=call.tool,
+            arguments=call.arguments,
+            ok=False,
+            error=error,
+            error_code=code,
+            widen_attempt=widen,
+            duration_ms=(time.perf_counter() - started) * 1000,
+        )
+    )
+
+
 class ToolRunner:
     """Runs the read-only tools for one scope at a time."""
 
@@ -177,23 +195,18 @@ class ToolRunner:
         self._repo = repository
 
     def run(self, scope: Scope, call: ToolCall) -> ToolRun:
+        """Run one call; whatever it raises fails that call only, never its batch."""
         started = time.perf_counter()
         try:
             args = parse_arguments(call.tool, call.arguments)
             output, evidence = HANDLERS[call.tool](self._repo, scope, args)
         except ToolError as exc:
-            return ToolRun(
-                ToolOutcome(
-                    call_id=call.call_id,
-                    tool=call.tool,
-                    arguments=call.arguments,
-                    ok=False,
-                    error=exc.detail,
-                    error_code=exc.code,
-                    widen_attempt=isinstance(exc, WidenRefused),
-                    duration_ms=(time.perf_counter() - started) * 1000,
-                )
-            )
+            return _failed(call, started, exc.detail, exc.code, widen=isinstance(exc, WidenRefused))
+        except Exception:
+            # A bug or an index fault in one tool: the batch's other calls still count,
+            # and the model is told only that this call failed (no internals).
+            log.exception("tool %s failed (call %s)", call.tool, call.call_id)
+            return _failed(call, started, "the tool failed; try another search", "internal")
         return ToolRun(
             ToolOutcome(
                 call_id=call.call_id,

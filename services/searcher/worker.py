@@ -2,25 +2,22 @@
 
 Run with ``python -m services.searcher.worker``. It owns the index (one process owns a
 Qdrant Edge folder), so every read and write of mail goes through here.
+:func:`build_app` wires it from settings, so tests build it against their own Redis.
 """
 
 from __future__ import annotations
 
 import asyncio
 import base64
-import json
 import logging
 import time
 from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 from typing import Any, Callable, TypeVar
 
-from faststream import FastStream
-
 from services.searcher import metrics
 from services.searcher.embedding import BatchingEmbedder, make_embedder
-from services.searcher.errors import SearcherError
-from services.searcher.index import open_index
+from services.searcher.index import MailIndex, open_index
 from services.searcher.ingest.limits import IngestLimits
 from services.searcher.ingest.service import Ingester
 from services.searcher.repository import ScopedMailRepository
@@ -41,35 +38,151 @@ from shared.messages import (
     ToolBatchRequested,
 )
 from shared.scope import Scope, verify_scope
-from shared.settings import searcher_settings
-from shared.telemetry import report_streams, serve_metrics, setup_logging
+from shared.settings import SearcherSettings, searcher_settings
+from shared.telemetry import serve_metrics, setup_logging
 from shared.tools import TOOLS
-from shared.worker import make_broker, subscribe
+from shared.worker import Delivery, Policy, Worker
 
 log = logging.getLogger("pmsearch.searcher")
 T = TypeVar("T")
 
-settings = searcher_settings()
-broker = make_broker(settings)
-redis = connect(settings)
-app = FastStream(broker)
 
+class Searcher:
+    """The searcher's handlers over one index, thread pool and Redis client."""
 
-class _State:
     runner: ToolRunner
     ingester: Ingester
-    pool: ThreadPoolExecutor
-    write_lock: asyncio.Lock
+    index: MailIndex
+
+    def __init__(self, settings: SearcherSettings) -> None:
+        self.settings = settings
+        self.redis = connect(settings)
+        self.pool = ThreadPoolExecutor(max_workers=settings.tool_concurrency, thread_name_prefix="searcher")
+        self.write_lock = asyncio.Lock()
+
+    async def setup(self) -> None:
+        """Open the index and load the embedding model before the first request."""
+        settings = self.settings
+        embedder = make_embedder(settings)
+        self.index = open_index(settings, embedder.dim)
+        self.runner = ToolRunner(ScopedMailRepository(self.index, BatchingEmbedder(embedder)))
+        self.ingester = Ingester(self.index, embedder, settings.chunk_chars, limits=_ingest_limits(settings))
+        embedder.embed(["warm up"])  # load the model before the first request, not during it
+        log.info("searcher ready")
+
+    async def close(self) -> None:
+        self.pool.shutdown(wait=True)
+        if getattr(self, "index", None) is not None:
+            self.index.close()
+        await self.redis.aclose()
+
+    async def _off_loop(self, fn: Callable[..., T], *args: Any) -> T:
+        return await asyncio.get_running_loop().run_in_executor(self.pool, partial(fn, *args))
+
+    # ------------------------------------------------------------ handlers
+
+    async def on_query(self, req: SearchRequested, delivery: Delivery) -> None:
+        started = time.perf_counter()
+        try:
+            scope = _scope_for(self.settings, req.scope_token, req.tenant_id, None, streams.QUERIES)
+            hits = await self._off_loop(self.runner.direct_search, scope, req.query, req.mode, req.filters, req.limit)
+            reply = SearchReplied(request_id=req.request_id, ok=True, hits=hits)
+            metrics.SEARCHES.labels(req.mode, "ok").inc()
+        except PmError as exc:
+            metrics.SEARCHES.labels(req.mode, exc.code).inc()
+            reply = SearchReplied(
+                request_id=req.request_id,
+                ok=False,
+                error=exc.detail,
+                error_code=exc.code,
+                status=exc.status,
+                widen_attempt=exc.code == "widen_refused",
+            )
+        reply.took_ms = (time.perf_counter() - started) * 1000
+        metrics.SEARCH_SECONDS.labels(req.mode).observe(reply.took_ms / 1000)
+        await self._reply(req.request_id, reply)
+
+    async def on_tools(self, batch: ToolBatchRequested, delivery: Delivery) -> None:
+        try:
+            scope = _scope_for(self.settings, batch.scope_token, batch.tenant_id, batch.run_id, streams.TOOLS)
+        except ScopeError as exc:
+            # A forged or stale token: act on nothing, leave a trace for operators.
+            log.warning("refused tool batch for run %s: %s", batch.run_id, exc.detail)
+            await self.redis.xadd(
+                streams.dead_letter(streams.TOOLS),
+                {"run_id": batch.run_id, "error": f"scope: {exc.detail}", "deliveries": str(delivery.count)},
+                maxlen=10_000,
+                approximate=True,
+            )
+            return
+        runs = await asyncio.gather(*(self._off_loop(self.runner.run, scope, call) for call in batch.calls))
+        evidence: dict[str, EvidenceMessage] = {}
+        for run in runs:
+            o = run.outcome
+            tool = o.tool if o.tool in TOOLS else "unknown"  # a model-chosen name must not mint labels
+            metrics.TOOL_CALLS.labels(tool, "ok" if o.ok else o.error_code or "error").inc()
+            metrics.TOOL_SECONDS.labels(tool).observe(o.duration_ms / 1000)
+            if o.widen_attempt:
+                metrics.WIDEN_ATTEMPTS.labels(tool).inc()
+            for m in run.evidence:
+                evidence.setdefault(m.message_id, m)
+        await self._store_evidence(batch.run_id, batch.step, evidence)
+        done = ToolBatchCompleted(
+            run_id=batch.run_id,
+            tenant_id=batch.tenant_id,
+            scope_token=batch.scope_token,
+            deadline=batch.deadline,
+            step=batch.step,
+            outcomes=[r.outcome for r in runs],
+        )
+        await publish(self.redis, streams.OBSERVATIONS, done)
+
+    async def on_ingest(self, req: IngestRequested, delivery: Delivery) -> None:
+        raws = []
+        for i, b64 in enumerate(req.raw):
+            try:
+                raws.append((base64.b64decode(b64, validate=True), req.folder, f"#{i}"))
+            except ValueError:
+                raws.append((b"", req.folder, f"#{i}"))
+        async with self.write_lock:
+            report = await self._off_loop(self.ingester.ingest, req.tenant_id, req.mailbox, raws)
+        items: list[IngestItem] = []
+        for item in report.items:
+            metrics.INGESTED.labels(item.status).inc()
+            items.append(item)
+        metrics.MESSAGE_ID_COLLISIONS.inc(report.collisions)
+        await self._reply(req.request_id, IngestReplied(request_id=req.request_id, items=items))
+
+    # ------------------------------------------------------------ Redis writes
+
+    async def _reply(self, request_id: str, reply: Any) -> None:
+        key = streams.reply_key(request_id)
+        await self.redis.rpush(key, reply.model_dump_json())
+        await self.redis.expire(key, streams.REPLY_TTL_SECONDS)
+
+    async def _store_evidence(self, run_id: str, step: int, evidence: dict[str, EvidenceMessage]) -> None:
+        """Every returned message becomes run evidence; each new one is announced once."""
+        key = streams.evidence_key(run_id)
+        progress = streams.progress_key(run_id)
+        for message_id, msg in evidence.items():
+            if not await self.redis.hsetnx(key, message_id, msg.model_dump_json()):
+                continue
+            metrics.EVIDENCE_STORED.inc()
+            summary = EvidenceSummary(
+                message_id=msg.message_id,
+                thread_id=msg.thread_id,
+                sender=msg.sender,
+                date=msg.date,
+                subject=msg.subject,
+                snippet=msg.snippet,
+            )
+            event = ProgressEvent(event="evidence", payload={"step": step, "message": summary.model_dump(mode="json")})
+            await self.redis.xadd(progress, encode(event), maxlen=10_000, approximate=True)
+        await self.redis.expire(key, streams.RUN_TTL_SECONDS)
+        await self.redis.expire(progress, streams.RUN_TTL_SECONDS)
 
 
-state = _State()
-
-
-async def _off_loop(fn: Callable[..., T], *args: Any) -> T:
-    return await asyncio.get_running_loop().run_in_executor(state.pool, partial(fn, *args))
-
-
-def _scope_for(token: str, tenant_id: str, run_id: str | None, stream: str) -> Scope:
+def _scope_for(settings: SearcherSettings, token: str, tenant_id: str, run_id: str | None, stream: str) -> Scope:
     """The verified scope of a message; its tenant and run must match the message's."""
     try:
         scope = verify_scope(token, settings.scope_key.get_secret_value())
@@ -83,115 +196,7 @@ def _scope_for(token: str, tenant_id: str, run_id: str | None, stream: str) -> S
     return scope
 
 
-async def _reply(request_id: str, reply: Any) -> None:
-    key = streams.reply_key(request_id)
-    await redis.rpush(key, reply.model_dump_json())
-    await redis.expire(key, streams.REPLY_TTL_SECONDS)
-
-
-async def on_query(req: SearchRequested) -> None:
-    started = time.perf_counter()
-    try:
-        scope = _scope_for(req.scope_token, req.tenant_id, None, streams.QUERIES)
-        hits = await _off_loop(state.runner.direct_search, scope, req.query, req.mode, req.filters, req.limit)
-        reply = SearchReplied(request_id=req.request_id, ok=True, hits=hits)
-        metrics.SEARCHES.labels(req.mode, "ok").inc()
-    except PmError as exc:
-        metrics.SEARCHES.labels(req.mode, exc.code).inc()
-        reply = SearchReplied(
-            request_id=req.request_id,
-            ok=False,
-            error=exc.detail,
-            error_code=exc.code,
-            status=exc.status,
-            widen_attempt=exc.code == "widen_refused",
-        )
-    reply.took_ms = (time.perf_counter() - started) * 1000
-    metrics.SEARCH_SECONDS.labels(req.mode).observe(reply.took_ms / 1000)
-    await _reply(req.request_id, reply)
-
-
-async def on_tools(batch: ToolBatchRequested) -> None:
-    try:
-        scope = _scope_for(batch.scope_token, batch.tenant_id, batch.run_id, streams.TOOLS)
-    except ScopeError as exc:
-        # A forged or stale token: act on nothing, leave a trace for operators.
-        log.warning("refused tool batch for run %s: %s", batch.run_id, exc.detail)
-        await redis.xadd(
-            streams.dead_letter(streams.TOOLS),
-            {"run_id": batch.run_id, "error": f"scope: {exc.detail}", "deliveries": "1"},
-            maxlen=10_000,
-            approximate=True,
-        )
-        return
-    runs = await asyncio.gather(*(_off_loop(state.runner.run, scope, call) for call in batch.calls))
-    evidence: dict[str, EvidenceMessage] = {}
-    for run in runs:
-        o = run.outcome
-        tool = o.tool if o.tool in TOOLS else "unknown"  # a model-chosen name must not mint labels
-        metrics.TOOL_CALLS.labels(tool, "ok" if o.ok else o.error_code or "error").inc()
-        metrics.TOOL_SECONDS.labels(tool).observe(o.duration_ms / 1000)
-        if o.widen_attempt:
-            metrics.WIDEN_ATTEMPTS.labels(tool).inc()
-        for m in run.evidence:
-            evidence.setdefault(m.message_id, m)
-    await _store_evidence(batch.run_id, batch.step, evidence)
-    done = ToolBatchCompleted(
-        run_id=batch.run_id,
-        tenant_id=batch.tenant_id,
-        scope_token=batch.scope_token,
-        deadline=batch.deadline,
-        step=batch.step,
-        outcomes=[r.outcome for r in runs],
-    )
-    await publish(redis, streams.OBSERVATIONS, done)
-
-
-async def _store_evidence(run_id: str, step: int, evidence: dict[str, EvidenceMessage]) -> None:
-    """Every returned message becomes run evidence; each new one is announced once."""
-    key = streams.evidence_key(run_id)
-    progress = streams.progress_key(run_id)
-    for message_id, msg in evidence.items():
-        if not await redis.hsetnx(key, message_id, msg.model_dump_json()):
-            continue
-        metrics.EVIDENCE_STORED.inc()
-        summary = EvidenceSummary(
-            message_id=msg.message_id,
-            thread_id=msg.thread_id,
-            sender=msg.sender,
-            date=msg.date,
-            subject=msg.subject,
-            snippet=msg.snippet,
-        )
-        event = ProgressEvent(event="evidence", payload={"step": step, "message": summary.model_dump(mode="json")})
-        await redis.xadd(progress, encode(event), maxlen=10_000, approximate=True)
-    await redis.expire(key, streams.RUN_TTL_SECONDS)
-    await redis.expire(progress, streams.RUN_TTL_SECONDS)
-
-
-async def on_ingest(req: IngestRequested) -> None:
-    items: list[IngestItem] = []
-    raws = []
-    for i, b64 in enumerate(req.raw):
-        try:
-            raws.append((base64.b64decode(b64, validate=True), req.folder, f"#{i}"))
-        except ValueError:
-            raws.append((b"", req.folder, f"#{i}"))
-    async with state.write_lock:
-        report = await _off_loop(state.ingester.ingest, req.tenant_id, req.mailbox, raws)
-    for item in report.items:
-        metrics.INGESTED.labels(item.status).inc()
-        items.append(item)
-    metrics.MESSAGE_ID_COLLISIONS.inc(report.collisions)
-    await _reply(req.request_id, IngestReplied(request_id=req.request_id, items=items))
-
-
-subscribe(broker, redis, streams.QUERIES, SearchRequested, on_query, concurrency=settings.worker_concurrency)
-subscribe(broker, redis, streams.TOOLS, ToolBatchRequested, on_tools, concurrency=settings.worker_concurrency)
-subscribe(broker, redis, streams.INGEST, IngestRequested, on_ingest)
-
-
-def _ingest_limits() -> IngestLimits:
+def _ingest_limits(settings: SearcherSettings) -> IngestLimits:
     return IngestLimits(
         max_message_bytes=settings.ingest_max_message_bytes,
         max_attachments=settings.ingest_max_attachments,
@@ -203,21 +208,33 @@ def _ingest_limits() -> IngestLimits:
     )
 
 
-@app.on_startup
-async def _startup() -> None:
+def build_app(
+    settings: SearcherSettings | None = None,
+    *,
+    consumer: str | None = None,
+    policy: Policy | None = None,
+) -> Worker:
+    """The searcher's worker; connects as the searcher's own Redis user. The index and
+    the embedding model are opened when it starts."""
+    settings = settings or searcher_settings()
+    worker = Worker(settings, consumer=consumer, policy=policy)
+    searcher = Searcher(settings)
+    worker.subscribe(streams.QUERIES, SearchRequested, searcher.on_query, concurrency=settings.worker_concurrency)
+    worker.subscribe(streams.TOOLS, ToolBatchRequested, searcher.on_tools, concurrency=settings.worker_concurrency)
+    # One import at a time: it holds the index's write lock (and minutes of CPU).
+    worker.subscribe(streams.INGEST, IngestRequested, searcher.on_ingest)
+    worker.on_start(searcher.setup)
+    worker.on_stop(searcher.close)
+    return worker
+
+
+def main() -> None:
+    settings = searcher_settings()
     setup_logging(settings.log_level)
-    state.pool = ThreadPoolExecutor(max_workers=settings.tool_concurrency, thread_name_prefix="searcher")
-    state.write_lock = asyncio.Lock()
-    embedder = make_embedder(settings)
-    index = open_index(settings, embedder.dim)
-    state.runner = ToolRunner(ScopedMailRepository(index, BatchingEmbedder(embedder)))
-    state.ingester = Ingester(index, embedder, settings.chunk_chars, limits=_ingest_limits())
-    embedder.embed(["warm up"])  # load the model before the first request, not during it
     if settings.metrics_port:
         serve_metrics(settings.metrics_port)
-        asyncio.get_running_loop().create_task(report_streams(redis, [streams.QUERIES, streams.TOOLS, streams.INGEST], streams.GROUP))
-    log.info("searcher ready")
+    asyncio.run(build_app(settings).run())
 
 
 if __name__ == "__main__":
-    asyncio.run(app.run())
+    main()

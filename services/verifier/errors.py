@@ -5,6 +5,7 @@
         ├── RequestContractError   a pm:drafts entry that does not match VerificationRequested
         ├── DraftMismatch          a draft whose run, tenant, scope or question is not the run's record
         ├── StoreError             Redis refused or failed a read or write
+        │   └── RunBusy            another draft of the run holds the finishing lease
         └── AuditInputError        a draft or evidence file given to ``pmsearch verify`` is unusable
 
 Verification itself never raises: a sentence that fails is removed and recorded, not an
@@ -44,6 +45,14 @@ class StoreError(VerifierError):
     status = 503
     code = "verifier_store"
     title = "Result store unavailable"
+
+
+class RunBusy(StoreError):
+    """Another draft of the run is being finished and its lease has not run out: this
+    one stays pending and is retried, so it finishes the run if the other never does."""
+
+    code = "run_busy"
+    title = "Run being finished by another draft"
 
 
 class AuditInputError(VerifierError):

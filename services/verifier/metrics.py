@@ -27,11 +27,8 @@ SECONDS = Histogram(
     "Seconds to handle one verification request, reading evidence to publishing.",
     buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0),
 )
-DEAD_LETTERS = Counter(
-    "pm_verifier_dead_letters",
-    "Verification requests moved to the dead-letter stream, by error code.",
-    ["code"],
-)
+# Dead letters of pm:drafts are counted by the worker runtime:
+# pm_worker_dead_lettered_total{stream="pm:drafts", reason=<error code>}.
 
 for _result in ("kept", "removed"):
     SENTENCES.labels(result=_result)

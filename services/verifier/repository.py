@@ -1,21 +1,29 @@
 """Redis access for the verifier: read a run's evidence, write its one result.
 
-Exactly one result per run: the first draft to claim the run (``SET owner NX``) writes
-the result (``SET final NX EX``) and alone publishes ``RunFinished`` and the run's
-``answer``/``done`` progress events. Two drafts for one run (the answerer's and the
-deadline watchdog's) race here and one loses quietly.
+Exactly one result per run: ``SET final NX`` stores it, so of the drafts of a run (the
+answerer's and the deadline watchdog's) the first to get there wins and the others lose
+quietly. Storing and publishing (``RunFinished`` and the run's ``answer``/``done``
+progress events) is one *finishing* step, guarded by an owner key:
 
-Delivery is at-least-once, so a worker can die between claiming a run and
-publishing. The claim is an *owner token* (the stream entry ID of the draft), written
-``SET NX`` before the result: the draft that owns the run then stores the result
-(``SET final NX``, which nobody else attempts) and publishes. A redelivered owner finds
-its own token, stores the result if it is still missing (else re-reads it) and
-publishes; any other draft finds a foreign token and stops. After publishing, the token
-is marked done. No ``MULTI`` is needed (the verifier's Redis user has no transaction
-commands), and the owner key ends in ``:final`` so the shipped ACL pattern
-``pm:run:*:final`` covers it. The remaining window (killed after ``XADD`` to pm:results
-but before the mark) can repeat ``RunFinished`` for a run; readers treat it as
-idempotent by ``run_id``. A lost ``RunFinished`` would be worse.
+1. claim: ``SET owner <token> NX PX <lease>``. The token is the draft's stream entry
+   ID, stable across redeliveries of that draft and different for any other. The claim
+   is a *lease* of :data:`OWNER_LEASE_SECONDS`, held only while the step runs: a draft
+   that dies or is dead-lettered while holding it blocks the run's other drafts for
+   seconds, never for the run's lifetime (they wait briefly, else stay pending and are
+   retried, :class:`RunBusy`).
+2. ``SET final NX EX``; if a result is already stored, it is the one published.
+3. publish, then ``SET owner <token>|published EX <run TTL>``: the run is done, and
+   every later draft (or redelivery) stops at step 1.
+
+A claimant that finds a result stored without the *published* mark publishes it: the
+draft that stored it died before publishing (its lease ran out). The remaining window
+(killed after ``XADD`` to pm:results but before the mark, or a finishing step slower
+than its lease) can repeat ``RunFinished`` for a run; readers treat it as idempotent by
+``run_id``. A lost ``RunFinished`` would be worse. The gateway needs neither: it serves
+a run's result from ``final`` alone.
+
+No ``MULTI`` is needed (the verifier's Redis user has no transaction commands), and the
+owner key ends in ``:final`` so the shipped ACL pattern ``pm:run:*:final`` covers it.
 
 Keys written: ``final_key(run)``, ``owner_key(run)``, ``progress_key(run)``,
 ``pm:results``. Read: ``evidence_key(run)``, ``snapshot_key(run)``, ``meta_key(run)``
@@ -24,7 +32,9 @@ Keys written: ``final_key(run)``, ``owner_key(run)``, ``progress_key(run)``,
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import time
 from typing import Any
 
 import redis.asyncio as aioredis
@@ -36,11 +46,20 @@ from shared.messages import EvidenceMessage, ProgressEvent, RunFinished, RunMeta
 from shared.streams import (
     RESULTS, RUN_TTL_SECONDS, evidence_key, final_key, meta_key, progress_key, run_key, snapshot_key,
 )
-from services.verifier.errors import StoreError
+from services.verifier.errors import RunBusy, StoreError
 
 log = logging.getLogger("pmsearch.verifier")
 
 _DONE_SUFFIX = b"|published"
+# How long a draft may hold a run's finishing step: a few Redis round trips, so seconds
+# are plenty; a dead holder blocks the run's other drafts no longer than this. Keep it
+# well inside the span of a blocked draft's retries (the worker's reclaim idle time
+# times its deliveries before a dead letter), so the blocked draft outlives the lease.
+OWNER_LEASE_SECONDS = 10.0
+# How long a draft waits in its handler for another draft's finishing step to end
+# before it stays pending for a retry instead.
+BUSY_WAIT_SECONDS = 1.0
+_BUSY_POLL_SECONDS = 0.02
 
 
 def owner_key(run_id: str) -> str:
@@ -54,8 +73,16 @@ def _text(value: Any) -> str:
 class Repository:
     """The verifier's reads and writes; one instance per Redis connection."""
 
-    def __init__(self, redis: aioredis.Redis) -> None:
+    def __init__(
+        self,
+        redis: aioredis.Redis,
+        *,
+        lease_seconds: float = OWNER_LEASE_SECONDS,
+        busy_wait_seconds: float = BUSY_WAIT_SECONDS,
+    ) -> None:
         self.redis = redis
+        self.lease_ms = max(1, int(lease_seconds * 1000))
+        self.busy_wait_seconds = busy_wait_seconds
 
     async def load_evidence(self, run_id: str) -> dict[str, EvidenceMessage]:
         """The run's evidence hash, field = message ID. Unreadable entries are skipped
@@ -107,38 +134,58 @@ class Repository:
         return None if raw is None else RunResult.model_validate_json(raw)
 
     async def finish(self, result: RunResult, token: str) -> bool:
-        """Store ``result`` unless the run already has one; publish it if this call's
-        ``token`` owns the run and it was not published yet. True if it published.
+        """Store ``result`` unless the run already has one, and publish the run's stored
+        result unless that was done. True if this call published.
 
-        ``token`` identifies the draft message (its stream entry ID): stable across
-        redeliveries of that message, different for any other draft.
+        ``token`` identifies the draft message (its stream entry ID). Raises
+        :class:`RunBusy` when another draft holds the run's finishing lease for longer
+        than :data:`BUSY_WAIT_SECONDS` and no result is stored yet.
         """
         run_id = result.run_id
-        mine = token.encode()
         try:
-            claimed = await self.redis.set(owner_key(run_id), mine, nx=True, ex=RUN_TTL_SECONDS)
-            if not claimed and _text(await self.redis.get(owner_key(run_id))) != token:
-                return False  # another draft owns the run, or this one already published
+            if not await self._claim(run_id, token):
+                return False
             stored = await self.redis.set(
                 final_key(run_id), result.model_dump_json(), nx=True, ex=RUN_TTL_SECONDS
             )
             if not stored:
-                if claimed:
-                    # A result this protocol did not write (its claim expired first):
-                    # not ours to publish. Mark the claim done so no redelivery does.
-                    await self.redis.set(owner_key(run_id), mine + _DONE_SUFFIX, xx=True, keepttl=True)
-                    return False
-                # Our own earlier delivery stored it and died: publish what it stored.
+                # Stored by an earlier finishing step that never published (it died, or
+                # this is its own redelivery): publish what is stored, not this draft.
                 earlier = await self.stored_result(run_id)
                 if earlier is None:
-                    return False
+                    return False  # expired meanwhile: nothing left to publish
                 log.info("run %s: finishing the publication of a result stored earlier", run_id)
                 result = earlier
             await self._publish(result)
-            await self.redis.set(owner_key(run_id), mine + _DONE_SUFFIX, xx=True, keepttl=True)
+            await self.redis.set(owner_key(run_id), token.encode() + _DONE_SUFFIX, ex=RUN_TTL_SECONDS)
         except RedisError as exc:
             raise StoreError(f"cannot write the result of run {run_id}: {exc}") from exc
         return True
+
+    async def _claim(self, run_id: str, token: str) -> bool:
+        """Take the run's finishing lease (or find this draft already holds it). False
+        when the run is already published; :class:`RunBusy` when another draft holds the
+        lease and no result is stored."""
+        key = owner_key(run_id)
+        give_up = time.monotonic() + self.busy_wait_seconds
+        while True:
+            if await self.redis.set(key, token.encode(), nx=True, px=self.lease_ms):
+                return True
+            held = await self.redis.get(key)
+            if held is None:
+                continue  # the lease ran out between the two commands: try again
+            if held.endswith(_DONE_SUFFIX):
+                return False  # published: by another draft, or by this one before
+            if _text(held) == token:
+                # This draft's own earlier delivery died inside the lease: carry on, with
+                # a fresh lease.
+                await self.redis.set(key, token.encode(), xx=True, px=self.lease_ms)
+                return True
+            if await self.redis.exists(final_key(run_id)):
+                return False  # another draft stored the result and is publishing it
+            if time.monotonic() >= give_up:
+                raise RunBusy(f"run {run_id} is being finished by another draft; retried later")
+            await asyncio.sleep(_BUSY_POLL_SECONDS)
 
     async def _publish(self, result: RunResult) -> None:
         progress = progress_key(result.run_id)

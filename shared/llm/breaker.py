@@ -4,6 +4,10 @@ Closed: calls pass, consecutive failures are counted. After ``failures`` of them
 row it opens: calls are refused at once (no network, no waiting), so a dead model costs
 a run microseconds rather than its whole time budget. After ``reset_seconds`` it is
 half-open: one trial call passes; success closes it, failure opens it again.
+
+What counts as a failure is the caller's judgement (:mod:`shared.llm.client` counts only
+what shows the endpoint is unwell); an outcome that proves nothing either way is
+:meth:`CircuitBreaker.release_trial`, which frees the trial slot if the call held it.
 """
 
 from __future__ import annotations
@@ -47,14 +51,19 @@ class CircuitBreaker:
 
     def allow(self) -> bool:
         """Whether a call may go ahead now. In half-open state only one trial at a time."""
+        return self.admit() is not None
+
+    def admit(self) -> State | None:
+        """Like :meth:`allow`, saying how the call goes ahead: ``closed`` (an ordinary
+        call), ``half_open`` (the trial), or None (refused)."""
         with self._lock:
             state = self._state()
             if state == "closed":
-                return True
+                return "closed"
             if state == "half_open" and not self._trial_in_flight:
                 self._trial_in_flight = True
-                return True
-            return False
+                return "half_open"
+            return None
 
     def record_success(self) -> None:
         with self._lock:
@@ -70,7 +79,9 @@ class CircuitBreaker:
             self._trial_in_flight = False
 
     def release_trial(self) -> None:
-        """A call that was cancelled proves nothing: free the half-open trial slot."""
+        """The trial proved nothing (cancelled, refused as a bad request): free the
+        half-open trial slot. Only the call :meth:`admit` let through as the trial may
+        call this."""
         with self._lock:
             self._trial_in_flight = False
 

@@ -7,8 +7,15 @@ it validated by code. Failure modes are mapped for the callers, which turn
 :class:`ModelUnavailable` (and its :class:`ModelTimeout`) into the ``degraded`` outcome:
 
 - transport trouble (connect errors, timeouts, 5xx, 429): retried with jittered backoff
-  within the call's time, every failure counted by the circuit breaker;
+  within the call's time;
+- the circuit breaker counts only what says the endpoint is unwell: 5xx, 429, a
+  connection that fails, and a timeout of an attempt that had the full
+  ``model_timeout_seconds``. A timeout because the run's deadline left less time, a
+  4xx about this request, or a malformed body prove nothing about the endpoint;
 - an open breaker: refused at once, without touching the network;
+- at most ``model_max_concurrency`` requests of the process are in flight; more wait
+  their turn (inside their own time), so overload queues instead of timing out at the
+  endpoint;
 - an invalid object: asked again once with the validation errors, then
   :class:`ModelOutputInvalid`.
 
@@ -44,6 +51,9 @@ T = TypeVar("T", bound=BaseModel)
 Message = dict[str, Any]
 
 _MIN_ATTEMPT_SECONDS = 0.05  # below this a request cannot succeed: call it a timeout
+# An attempt that had this much less than the full model timeout was cut short by the
+# caller's clock (its deadline, or its wait for a turn), not by the endpoint.
+_FULL_TIMEOUT_SLACK_SECONDS = 0.25
 
 
 class ModelUsage(BaseModel):
@@ -85,6 +95,11 @@ class _Transient(Exception):
         self.timeout = timeout
 
 
+# Transport failures that say the endpoint is unreachable or broke the connection; a
+# timeout is judged separately (by how long the attempt was allowed).
+_ENDPOINT_FAILURES = (httpx.NetworkError, httpx.RemoteProtocolError, httpx.ProxyError, httpx.UnsupportedProtocol)
+
+
 class ModelClient:
     """One per process and endpoint: it owns the connection pool and the breaker."""
 
@@ -100,6 +115,8 @@ class ModelClient:
         self.breaker = breaker or CircuitBreaker(
             settings.breaker_failures, settings.breaker_reset_seconds
         )
+        # Per process (one client per process and endpoint): requests in flight.
+        self._turns = asyncio.Semaphore(settings.model_max_concurrency)
         headers = {"Content-Type": "application/json"}
         if settings.model_api_key is not None:
             headers["Authorization"] = f"Bearer {settings.model_api_key.get_secret_value()}"
@@ -229,37 +246,65 @@ class ModelClient:
         raise AssertionError("unreachable")
 
     async def _attempt(self, body: dict[str, Any], ends_at: float, tally: _Tally) -> dict[str, Any]:
-        remaining = _remaining(ends_at)
-        if remaining < _MIN_ATTEMPT_SECONDS:
+        if _remaining(ends_at) < _MIN_ATTEMPT_SECONDS:
             raise ModelTimeout("no time left for a model call before the deadline")
-        if not self.breaker.allow():
-            raise ModelUnavailable(
-                "model circuit is open",
-                retry_after_seconds=round(self.breaker.seconds_until_retry(), 3),
-            )
+        if self.breaker.state == "open":
+            raise self._circuit_open()  # without queueing for a turn
+        try:
+            async with asyncio.timeout(_remaining(ends_at)):
+                await self._turns.acquire()
+        except TimeoutError:
+            # The process's other calls held every turn: overload here, not at the endpoint.
+            raise ModelTimeout("no turn for a model call before the deadline (PM_MODEL_MAX_CONCURRENCY)") from None
+        try:
+            return await self._send(body, ends_at, tally)
+        finally:
+            self._turns.release()
+
+    def _circuit_open(self) -> ModelUnavailable:
+        return ModelUnavailable(
+            "model circuit is open", retry_after_seconds=round(self.breaker.seconds_until_retry(), 3)
+        )
+
+    async def _send(self, body: dict[str, Any], ends_at: float, tally: _Tally) -> dict[str, Any]:
+        """One request, holding a turn; tells the breaker only what is the endpoint's doing."""
+        allowed = _remaining(ends_at)
+        if allowed < _MIN_ATTEMPT_SECONDS:
+            raise ModelTimeout("no time left for a model call before the deadline")
+        admitted = self.breaker.admit()
+        if admitted is None:
+            raise self._circuit_open()
+        neutral = self.breaker.release_trial if admitted == "half_open" else _nothing
+        full_length = allowed >= self.settings.model_timeout_seconds - _FULL_TIMEOUT_SLACK_SECONDS
         tally.requests += 1
         try:
-            async with asyncio.timeout(remaining):
+            async with asyncio.timeout(allowed):
                 response = await self._http.post("chat/completions", json=body)
         except (TimeoutError, httpx.TimeoutException) as exc:
-            self.breaker.record_failure()
-            raise _Transient(f"model call timed out after {remaining:.2f}s", timeout=True) from exc
-        except httpx.RequestError as exc:
+            if isinstance(exc, httpx.ConnectTimeout) or full_length:
+                self.breaker.record_failure()
+            else:
+                neutral()  # the caller's clock ran out, not the endpoint's
+            raise _Transient(f"model call timed out after {allowed:.2f}s", timeout=True) from exc
+        except _ENDPOINT_FAILURES as exc:
             self.breaker.record_failure()
             raise _Transient(f"model endpoint unreachable: {type(exc).__name__}") from exc
+        except httpx.RequestError as exc:
+            neutral()  # a client-side problem, not the endpoint's
+            raise _Transient(f"model request failed: {type(exc).__name__}") from exc
         except BaseException:
-            # Cancelled by the caller: neither a success nor the endpoint's fault, but
-            # a half-open trial slot must not stay taken.
-            self.breaker.release_trial()
+            # Cancelled by the caller: neither a success nor the endpoint's fault, but a
+            # half-open trial slot must not stay taken.
+            neutral()
             raise
         status = response.status_code
         if status == 429 or status >= 500:
             self.breaker.record_failure()
             raise _Transient(f"model endpoint answered {status}")
         if status >= 400:
-            # Bad key, unknown model, a dialect the server refuses: retrying cannot help
-            # and the run should degrade, so it counts against the breaker as well.
-            self.breaker.record_failure()
+            # Bad key, unknown model, a dialect or prompt the server refuses: retrying
+            # cannot help and the run should degrade, but the endpoint answered.
+            neutral()
             raise ModelUnavailable(
                 f"model endpoint refused the request ({status})", upstream=_snippet(response)
             )
@@ -267,10 +312,14 @@ class ModelClient:
             data = response.json()
             _first_message(data)
         except (ValueError, ModelError) as exc:
-            self.breaker.record_failure()
+            neutral()
             raise ModelUnavailable("model endpoint sent a malformed completion") from exc
         self.breaker.record_success()
         return data
+
+
+def _nothing() -> None:
+    pass
 
 
 def _first_message(data: Any) -> dict[str, Any]:

@@ -6,10 +6,10 @@ The parser may refuse input only with an :class:`IngestError`; what it returns m
 survive JSON (the parsing sandbox and Redis carry it so). The verifier must never raise,
 and what it keeps must cite only the run's evidence with excerpts copied from it.
 
-CI runs a fixed sample of ``DEFAULT_EXAMPLES`` inputs per target. ``PM_FUZZ_EXAMPLES=N``
+CI runs a fixed sample of ``DEFAULT_EXAMPLES`` inputs per target. ``FUZZ_EXAMPLES=N``
 runs a fresh random sample of N per target instead, e.g. for a long run by hand::
 
-    PM_FUZZ_EXAMPLES=20000 nice .venv/bin/python -m pytest -p no:cacheprovider \\
+    FUZZ_EXAMPLES=20000 nice .venv/bin/python -m pytest -p no:cacheprovider \\
         tests/security/test_fuzz.py --hypothesis-show-statistics
 """
 
@@ -35,9 +35,9 @@ from shared.messages import Draft, DraftSentence, EvidenceAttachment, EvidenceMe
 
 DEFAULT_EXAMPLES = 300
 # A test knob, not a service setting: it sizes this file's sample and nothing else.
-_RAW_EXAMPLES = os.environ.get("PM_FUZZ_EXAMPLES", "")
+_RAW_EXAMPLES = os.environ.get("FUZZ_EXAMPLES", "")
 if _RAW_EXAMPLES and not (_RAW_EXAMPLES.isdigit() and int(_RAW_EXAMPLES) > 0):
-    raise pytest.UsageError(f"PM_FUZZ_EXAMPLES must be a positive integer, not {_RAW_EXAMPLES!r}")
+    raise pytest.UsageError(f"FUZZ_EXAMPLES must be a positive integer, not {_RAW_EXAMPLES!r}")
 EXAMPLES = int(_RAW_EXAMPLES or DEFAULT_EXAMPLES)
 
 FUZZ = settings(

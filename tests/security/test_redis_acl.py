@@ -112,11 +112,24 @@ def test_a_consumer_may_read_and_acknowledge_only_its_own_input(acl_redis, user)
 
 
 @pytest.mark.parametrize("user", list(INPUTS))
-def test_a_stage_may_not_count_deliveries_of_another_stages_messages(acl_redis, user):
-    # Five bumps of a delivery counter dead-letter a message: that is another stage's call.
+def test_delivery_counts_are_redis_own_so_no_stage_may_write_one(acl_redis, user):
+    # A message is dead-lettered by Redis's own delivery count (XPENDING); a writable
+    # counter would let a stage dead-letter another stage's messages.
     other = next(s for u, streams in INPUTS.items() if u != user for s in streams)
     assert refused(acl_redis, user, "INCRBY", f"pm:deliveries:{other}:1-0", "1")
-    assert dryrun(acl_redis, user, "INCRBY", f"pm:deliveries:{INPUTS[user][0]}:1-0", "1") == "OK"
+    assert refused(acl_redis, user, "INCRBY", f"pm:deliveries:{INPUTS[user][0]}:1-0", "1")
+    own = INPUTS[user][0]
+    assert dryrun(acl_redis, user, "XPENDING", own, user, "-", "+", "10", "c") == "OK"
+    assert dryrun(acl_redis, user, "XCLAIM", own, user, "c", "0", "1-0", "JUSTID") == "OK"
+    assert refused(acl_redis, user, "XCLAIM", other, GROUP_OF[other], "c", "0", "1-0", "JUSTID")
+
+
+@pytest.mark.parametrize("user", list(INPUTS))
+def test_a_stage_may_see_whether_a_run_is_finished_but_not_finish_it(acl_redis, user):
+    # The worker runtime drops work for a run that already has its result.
+    assert dryrun(acl_redis, user, "EXISTS", "pm:run:{r}:final") == "OK"
+    if user != "verifier":
+        assert refused(acl_redis, user, "SET", "pm:run:{r}:final", "{}")
 
 
 def test_the_answerer_may_not_write_a_runs_progress(acl_redis):

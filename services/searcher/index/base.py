@@ -188,7 +188,8 @@ class ScoredChunk(BaseModel):
 
 class MailIndex(Protocol):
     def upsert(self, chunks: Sequence[Chunk]) -> None:
-        """Insert or replace points (idempotent by point id)."""
+        """Insert or replace points (idempotent by point id), in order: a write cut
+        short stores a prefix of ``chunks`` (ingest writes a message's mark last)."""
 
     def query(
         self,

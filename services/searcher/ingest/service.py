@@ -7,7 +7,9 @@ mailbox, or filed twice) adds its (mailbox, folder) to that message's deliveries
 of being indexed again; a copy with other content under a known Message-ID is a message
 of its own, and the collision is reported. A quarantined copy is recorded as such and
 never hides a clean one. Embeddings are batched across messages because the embedder,
-not parsing, is what limits throughput.
+not parsing, is what limits throughput. A message counts as stored once its opening body
+point is: that point is written after all its others, so an import cut short (a killed
+searcher) is redone by the next import of the message, not taken for a duplicate.
 """
 
 from __future__ import annotations
@@ -182,7 +184,8 @@ class Ingester:
             copies = self.index.message_copies(tenant_id, msg.rfc_message_id)
             if self._deliver(tenant_id, mailbox, item, copies, report):
                 continue
-            others = sorted({p.message_id for p in copies}
+            # This very message written in part (its import was cut short) is no collision.
+            others = sorted(({p.message_id for p in copies} - {mid})
                             | {m for m, n in fresh.items() if n.item.msg.rfc_message_id == msg.rfc_message_id})
             thread_id = self._thread(tenant_id, scope, msg, state)
             if not msg.quarantined:  # the index cannot see quarantined mail; neither may we
@@ -207,7 +210,13 @@ class Ingester:
         if not payloads:
             return
         vectors = self._embed(texts)
-        self.index.upsert([Chunk(payload=p, dense=v) for p, v in zip(payloads, vectors)])
+        chunks = [Chunk(payload=p, dense=v) for p, v in zip(payloads, vectors)]
+        # A message's opening body point is what marks it as stored (the duplicate check
+        # looks for it), so it is written after all its other points: the index writes
+        # in order, and a write cut short (a killed searcher) leaves a message without
+        # it, which re-import writes again rather than skipping as a duplicate.
+        chunks.sort(key=lambda c: _is_head(c.payload))
+        self.index.upsert(chunks)
         report.chunks += len(payloads)
 
     def _deliver(self, tenant_id: str, mailbox: str, item: _Parsed, copies: Sequence[ChunkPayload],
@@ -218,7 +227,9 @@ class Ingester:
             by_message.setdefault(p.message_id, []).append(p)
         msg = item.msg
         for message_id, stored in by_message.items():
-            head = next((p for p in stored if p.kind == "body"), stored[0])
+            head = next((p for p in stored if _is_head(p)), None)
+            if head is None:
+                continue  # written in part, never marked stored: indexed again
             if head.content_digest != item.digest:
                 # Indexed before content digests: the same message only if everything
                 # it shows is equal; it keeps its id and learns its digest.
@@ -346,6 +357,11 @@ def _record(new: _New, key: str, quarantined: bool) -> bool:
         if key in new.quarantined_deliveries:
             new.quarantined_deliveries.remove(key)
     return True
+
+
+def _is_head(payload: ChunkPayload) -> bool:
+    """A message's opening body point: written last, so present only once all are."""
+    return payload.kind == "body" and payload.chunk_no == 0
 
 
 def _text_size(pending: list[_Parsed]) -> int:

@@ -38,9 +38,9 @@ _ALIASES = {
 }
 
 
-# Codecs Python has but a mail's charset must not pick: they refuse errors="replace" or
-# decode in quadratic time, so a hostile label would crash or stall the parse.
-_NOT_FOR_MAIL = {"idna", "punycode", "undefined"}
+# Codecs Python has but a mail's charset must not pick: they refuse errors="replace",
+# decode in quadratic time or read Python string escapes (and warn on bad ones).
+_NOT_FOR_MAIL = {"idna", "punycode", "undefined", "unicode_escape", "raw_unicode_escape"}
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
@@ -50,7 +50,7 @@ def _codec(label: str) -> str:
         name = codecs.lookup(label).name
     except (LookupError, ValueError, UnicodeError):  # unknown, or a NUL or surrogate in it
         return ""
-    return "" if name in _NOT_FOR_MAIL else label
+    return "" if name.replace("-", "_") in _NOT_FOR_MAIL else label
 
 
 def decode_bytes(data: bytes, charset: str | None) -> str:
@@ -65,8 +65,8 @@ def decode_bytes(data: bytes, charset: str | None) -> str:
             return data.decode("latin-1")
     if label:
         try:
-            # utf-7 and the escape codecs can decode to lone surrogates, which no UTF-8
-            # consumer downstream (JSON, Redis, the index) accepts.
+            # utf-7 can decode to lone surrogates, which nothing downstream (JSON,
+            # Redis, the index) accepts.
             return _SURROGATE.sub("\ufffd", data.decode(label, errors="replace"))
         except LookupError:
             pass  # base64, zlib, rot13, ...: codecs, but not text encodings

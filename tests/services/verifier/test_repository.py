@@ -164,11 +164,53 @@ async def test_store_errors_are_verifier_errors() -> None:
     await dead.aclose()
 
 
-async def test_result_without_a_claim_is_not_republished(client) -> None:
+async def test_a_result_its_dead_writer_never_published_is_published_by_the_next_draft(client) -> None:
     run = run_id()
     stored = decide(request(run_id=run, ending="degraded"), evidence())
-    await client.set(final_key(run), stored.model_dump_json(), ex=60)  # its claim expired
+    # Stored, then the writer died before publishing and its lease ran out.
+    await client.set(final_key(run), stored.model_dump_json(), ex=60)
     repo = Repository(client)
-    assert await repo.finish(decide(request(run_id=run, ending="degraded"), evidence()), "3-0") is False
-    assert await repo.finish(decide(request(run_id=run, ending="degraded"), evidence()), "3-0") is False
-    assert await finished_for(client, run) == []
+    later = decide(request(run_id=run, ending="budget_exhausted"), evidence())
+    assert await repo.finish(later, "3-0") is True
+    assert [f.result for f in await finished_for(client, run)] == [stored]  # what was stored
+    assert await repo.finish(later, "3-0") is False
+    assert await repo.finish(later, "4-0") is False
+    assert len(await finished_for(client, run)) == 1
+
+
+# ------------------------------------------------------------ the owner lease (issue 9, item 10)
+
+
+async def test_a_dead_owner_blocks_the_run_only_for_its_lease(client) -> None:
+    """The owning draft claimed and then died or was dead-lettered: the watchdog's
+    draft is not acked as lost (the run would never end); it stays pending, and once
+    the lease runs out it finishes the run."""
+    run = run_id()
+    repo = Repository(client, lease_seconds=0.3, busy_wait_seconds=0.05)
+    await client.set(owner_key(run), "7-0", nx=True, px=repo.lease_ms)  # claimed, then died
+    ending = decide(request(run_id=run, ending="budget_exhausted"), evidence())
+    with pytest.raises(StoreError) as info:
+        await repo.finish(ending, "9-0")
+    assert info.value.code == "run_busy"  # retried, not lost
+    await asyncio.sleep(0.35)
+    assert await repo.finish(ending, "9-0") is True
+    assert await repo.stored_result(run) == ending
+    assert [f.result for f in await finished_for(client, run)] == [ending]
+
+
+async def test_a_draft_that_fails_while_finishing_holds_the_run_only_for_its_lease(client) -> None:
+    run = run_id()
+    await client.hset(final_key(run), "x", "1")  # a key Redis refuses to GET: WRONGTYPE
+    repo = Repository(client, lease_seconds=2)
+    with pytest.raises(StoreError):
+        await repo.finish(decide(request(run_id=run, ending="degraded"), evidence()), "7-0")
+    assert 0 < await client.pttl(owner_key(run)) <= 2000  # not the run's 24 h
+
+
+async def test_a_draft_waits_out_another_drafts_short_finishing_step(client) -> None:
+    run = run_id()
+    repo = Repository(client, lease_seconds=5, busy_wait_seconds=2)
+    await client.set(owner_key(run), "7-0", nx=True, px=300)  # another draft, finishing
+    ending = decide(request(run_id=run, ending="budget_exhausted"), evidence())
+    assert await repo.finish(ending, "9-0") is True  # waited for the lease, then finished
+    assert await repo.finish(ending, "9-0") is False

@@ -15,6 +15,7 @@ from shared.bus import decode, encode, publish
 from shared.messages import RunFinished, VerificationRequested
 from shared.settings import VerifierSettings
 from shared.streams import DRAFTS, GROUP, RESULTS, dead_letter, evidence_key, final_key, meta_key
+from shared.worker import Policy
 from services.verifier import worker
 from services.verifier.repository import Repository
 from tests.services.verifier.factory import M1, evidence, request, run_record
@@ -33,22 +34,18 @@ async def client(redis_url: str):
 async def running(
     redis_url: str, *names: str, reclaim_idle_ms: int = 60_000, settings: VerifierSettings | None = None
 ):
+    policy = Policy(reclaim_idle_ms=reclaim_idle_ms, heartbeat_ms=min(1000, reclaim_idle_ms // 2), reclaim_poll_ms=50)
     apps = [
-        worker.build_app(
-            settings or VerifierSettings(redis_url=redis_url),
-            consumer=name,
-            reclaim_idle_ms=reclaim_idle_ms,
-            reclaim_poll_ms=50,
-        )
+        worker.build_app(settings or VerifierSettings(redis_url=redis_url), consumer=name, policy=policy)
         for name in names
     ]
     for app in apps:
-        await app.broker.start()
+        await app.start()
     try:
         yield apps
     finally:
         for app in apps:
-            await app.broker.stop()
+            await app.stop()
 
 
 async def wait_for(predicate, timeout: float = 10.0):
@@ -178,7 +175,7 @@ async def test_draft_that_keeps_failing_is_dead_lettered(redis_url: str, client,
         await wait_for(lambda: client.xlen(dead_letter(DRAFTS)), timeout=20)
         await wait_for(lambda: _zero(pending(client)))
     (_, fields), = await client.xrange(dead_letter(DRAFTS))
-    assert int(fields[b"deliveries"]) == worker.MAX_DELIVERIES
+    assert int(fields[b"deliveries"]) == Policy().max_deliveries
     assert VerificationRequested.model_validate_json(
         __import__("json").loads(fields[b"payload"])["data"]
     ).ending == "degraded"
@@ -215,6 +212,9 @@ async def test_runs_as_a_process_with_metrics(redis_url: str, client) -> None:
         )
         assert 'pm_runs_finished_total{outcome="degraded"} 1.0' in body
         assert "pm_verifier_seconds_bucket" in body
+        # The runtime reports its input stream, pm:drafts included.
+        assert 'pm_stream_lag{stream="pm:drafts"}' in body
+        assert 'pm_stream_pending_age_seconds{stream="pm:drafts"}' in body
     finally:
         proc.terminate()
         try:

@@ -1,0 +1,118 @@
+"""This gateway replica's own capacity, and waits that end when their client leaves.
+
+A synchronous run wait (``XREAD BLOCK`` in a loop), an event stream (the same) and a
+direct call to the searcher (``BLPOP``) each hold a connection of the Redis pool for as
+long as they last. Each kind has a limit (``PM_MAX_WAITING_RUNS``,
+``PM_MAX_EVENT_STREAMS``, ``PM_MAX_DIRECT_SEARCHES``) whose sum stays below the pool
+(``PM_REDIS_MAX_CONNECTIONS``, checked by the settings); past a limit a request is
+refused at once with ``503`` and ``Retry-After`` instead of queueing for a connection.
+The per-key limits of :mod:`services.gateway.limits` (``429``) are shared by replicas
+through Redis; these are per process, in memory, and cost nothing to check.
+
+A client that goes away stops its wait: the work is cancelled (freeing its connection
+and its slot) instead of polling Redis until the run's deadline.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
+
+from sse_starlette.sse import EventSourceResponse
+from starlette.types import Receive, Scope, Send
+
+from services.gateway import metrics
+from services.gateway.errors import Overloaded
+from shared.settings import GatewaySettings
+
+T = TypeVar("T")
+RETRY_AFTER_SECONDS = 1  # slots free as runs end and searches answer: seconds
+
+
+class ClientGone(Exception):
+    """The client disconnected while its request waited; nobody is left to answer."""
+
+
+class Capacity:
+    """At most ``limit`` holders at once; one more is refused at once (no queue)."""
+
+    def __init__(self, kind: str, limit: int, setting: str) -> None:
+        self.kind = kind
+        self.limit = limit
+        self.setting = setting
+        self.held = 0
+
+    def take(self) -> Ticket:
+        if self.held >= self.limit:
+            metrics.OVERLOADED.labels(self.kind).inc()
+            raise Overloaded(
+                f"this gateway is at its limit of {self.limit} {self.kind.replace('_', ' ')} ({self.setting}); "
+                "retry shortly",
+                retry_after=RETRY_AFTER_SECONDS,
+            )
+        self.held += 1
+        metrics.ADMITTED.labels(self.kind).inc()
+        return Ticket(self)
+
+
+class Ticket:
+    """One held slot; :meth:`release` gives it back (once, however often it is called)."""
+
+    def __init__(self, capacity: Capacity) -> None:
+        self._capacity: Capacity | None = capacity
+
+    def release(self) -> None:
+        if self._capacity is not None:
+            self._capacity.held -= 1
+            metrics.ADMITTED.labels(self._capacity.kind).dec()
+            self._capacity = None
+
+
+class Admission:
+    """The replica's three capacities."""
+
+    def __init__(self, settings: GatewaySettings) -> None:
+        self.waiting_runs = Capacity("waiting_runs", settings.max_waiting_runs, "PM_MAX_WAITING_RUNS")
+        self.event_streams = Capacity("event_streams", settings.max_event_streams, "PM_MAX_EVENT_STREAMS")
+        self.direct_searches = Capacity("direct_searches", settings.max_direct_searches, "PM_MAX_DIRECT_SEARCHES")
+
+
+async def _disconnected(receive: Receive) -> None:
+    # The body has been read: the next message is the client hanging up.
+    while (await receive())["type"] != "http.disconnect":
+        pass
+
+
+async def unless_client_leaves(receive: Receive, work: Awaitable[T], kind: str) -> T:
+    """The result of ``work``, or :class:`ClientGone` once the client disconnects
+    (``work`` is then cancelled)."""
+    task = asyncio.ensure_future(work)
+    watcher = asyncio.ensure_future(_disconnected(receive))
+    try:
+        await asyncio.wait({task, watcher}, return_when=asyncio.FIRST_COMPLETED)
+        if task.done():
+            return task.result()
+        metrics.CLIENT_GONE.labels(kind).inc()
+        raise ClientGone(kind)
+    finally:
+        for pending in (task, watcher):
+            pending.cancel()
+        with contextlib.suppress(BaseException):
+            await asyncio.gather(task, watcher, return_exceptions=True)
+
+
+class HeldEventSource(EventSourceResponse):
+    """An SSE response that calls ``release`` when it ends, however it ends: finished,
+    client gone (sse-starlette cancels the stream), or never started."""
+
+    def __init__(self, *args: Any, release: Callable[[], None], **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._release = release
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        try:
+            await super().__call__(scope, receive, send)
+        finally:
+            self._release()

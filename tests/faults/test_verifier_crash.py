@@ -1,0 +1,122 @@
+"""A verifier that stops between storing a run's result and publishing it (issue 9,
+item 10): the client still gets the stored result (``done`` on SSE, 200 on GET), and
+the next draft of the run publishes it once the dead writer's lease runs out.
+
+A real gateway process on redis-server with the shipped ACL file. The crash is real
+as far as Redis is concerned: the verifier's store runs as a user that may write
+``final`` but not the run's progress stream, so Redis refuses the publication
+(NOPERM) right after the result is stored, where a killed verifier would stop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import secrets
+
+import httpx
+import pytest
+from httpx_sse import aconnect_sse
+from redis import asyncio as aioredis
+
+from cli.stack import Stack
+from services.verifier.errors import StoreError
+from services.verifier.repository import Repository
+from services.verifier.service import decide
+from shared import streams
+from shared.bus import decode
+from shared.messages import ProgressEvent, RunFinished, RunMeta, VerificationRequested
+
+QUESTION = "did the insurer pay?"
+
+
+@pytest.fixture(scope="module")
+def gateway(tmp_path_factory):
+    stack = Stack(tmp_path_factory.mktemp("verifier-crash"), services=(),
+                  extra_env={"PM_DEFAULT_MAX_SECONDS": "30"})
+    try:
+        stack.start_redis()
+        stack.start_gateway()
+        yield stack
+    finally:
+        stack.stop()
+
+
+@pytest.fixture(scope="module")
+def api_key(gateway) -> str:
+    body = {"tenant_id": "acme", "principal": "agent", "mailboxes": ["alice"], "permissions": ["search:agentic"]}
+    resp = httpx.post(f"{gateway.gateway_url}/v1/admin/keys", json=body,
+                      headers={"Authorization": f"Bearer {gateway.secrets.admin_token}"})
+    assert resp.status_code == 201, resp.text
+    return resp.json()["key"]
+
+
+@pytest.fixture
+async def admin(gateway):
+    client = aioredis.from_url(gateway.redis_url, username="admin", password=gateway.secrets.passwords["admin"])
+    yield client
+    await client.aclose()
+
+
+@pytest.fixture
+async def crashing_verifier(gateway, admin):
+    """The verifier's result grants without its progress stream: publishing fails."""
+    name, password = "verifier-crashing", secrets.token_urlsafe(16)
+    await admin.execute_command(
+        "ACL", "SETUSER", name, "reset", "on", f">{password}", "resetchannels", "-@all", "+ping",
+        "(~pm:run:*:final +get +set +exists)", "(%W~pm:results +xadd)",
+    )
+    client = aioredis.from_url(gateway.redis_url, username=name, password=password)
+    yield client
+    await client.aclose()
+    await admin.execute_command("ACL", "DELUSER", name)
+
+
+@pytest.fixture
+async def verifier(gateway):
+    client = aioredis.from_url(gateway.redis_url, username="verifier", password=gateway.secrets.passwords["verifier"])
+    yield client
+    await client.aclose()
+
+
+async def ending_of(admin: aioredis.Redis, run_id: str) -> VerificationRequested:
+    meta = RunMeta.model_validate_json(await admin.get(streams.meta_key(run_id)))
+    return VerificationRequested(
+        run_id=run_id, tenant_id=meta.tenant_id, scope_token=meta.scope_token, deadline=meta.deadline,
+        question=meta.question, ending="budget_exhausted", reason="the time budget ran out",
+    )
+
+
+async def test_sse_delivers_a_result_whose_verifier_died_before_publishing_it(
+    gateway, api_key, admin, crashing_verifier, verifier
+):
+    headers = {"Authorization": f"Bearer {api_key}", "Accept": "text/event-stream"}
+    async with httpx.AsyncClient(base_url=gateway.gateway_url, timeout=30) as client:
+        async with aconnect_sse(client, "POST", "/v1/search", json={"query": QUESTION, "mode": "agentic"},
+                                headers=headers) as source:
+            assert source.response.status_code == 200
+            run_id = source.response.headers["x-run-id"]
+            draft = await ending_of(admin, run_id)
+            with pytest.raises(StoreError):
+                await Repository(crashing_verifier, lease_seconds=0.3).finish(decide(draft, {}), "1-0")
+            assert await admin.exists(streams.final_key(run_id))  # stored ...
+            progress = [decode(f, ProgressEvent) for _, f in await admin.xrange(streams.progress_key(run_id))]
+            assert not any(e.event == "done" for e in progress)  # ... never announced
+
+            events = []
+            async with asyncio.timeout(5):  # well before the run's deadline
+                async for event in source.aiter_sse():
+                    events.append(event)
+                    if event.event in ("done", "error"):
+                        break
+        assert events[-1].event == "done"
+        assert json.loads(events[-1].data)["outcome"] == "budget_exhausted"
+
+        resp = await client.get(f"/v1/runs/{run_id}", headers={"Authorization": f"Bearer {api_key}"})
+        assert resp.status_code == 200 and resp.json()["outcome"] == "budget_exhausted"
+
+    # The next draft of the run (a redelivery, the watchdog's) publishes what was stored.
+    await asyncio.sleep(0.35)
+    assert await Repository(verifier).finish(decide(draft, {}, now=1.0), "2-0") is True
+    finished = [decode(f, RunFinished) for _, f in await admin.xrange(streams.RESULTS)]
+    assert [f.outcome for f in finished if f.run_id == run_id] == ["budget_exhausted"]
