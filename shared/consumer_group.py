@@ -1,8 +1,9 @@
 """One consumer of one stream's consumer group: the Redis commands the worker runtime
 (:mod:`shared.worker`) sends, and nothing else. Each must be granted to the stage's
 Redis user on its own input streams (``deploy/redis/users.acl.in``): ``XGROUP CREATE``,
-``XREADGROUP``, ``XAUTOCLAIM``, ``XPENDING``, ``XCLAIM``, ``XACK``, ``XINFO GROUPS``, and
-``XADD``/``XLEN`` on ``<stream>:dead``.
+``XREADGROUP``, ``XAUTOCLAIM``, ``XPENDING``, ``XCLAIM``, ``XACK``, ``XINFO GROUPS``,
+``XTRIM`` (and ``XDEL`` where entries are forgotten once handled), and ``XADD``/``XLEN``
+on ``<stream>:dead``.
 """
 
 from __future__ import annotations
@@ -108,10 +109,41 @@ class ConsumerGroup:
     async def ack(self, entry_id: str) -> None:
         await self.redis.xack(self.stream, self.group, entry_id)
 
-    async def dead_letter(self, entry_id: str, fields: Fields, error: str, deliveries: int) -> None:
-        """Park the entry (its raw envelope, for a replay) in ``<stream>:dead``, then
-        acknowledge it."""
+    async def forget(self, entry_id: str) -> None:
+        """Delete a handled (acknowledged) entry from the stream at once."""
+        await self.redis.xdel(self.stream, entry_id)
+
+    async def dead_letter(
+        self, entry_id: str, fields: Fields, error: str, deliveries: int, *, keep_payload: bool = True
+    ) -> None:
+        """Park the entry (its raw envelope, for a replay, unless ``keep_payload`` is
+        False) in ``<stream>:dead``, then acknowledge it."""
         raw = fields.get(DATA_FIELD.encode(), fields.get(DATA_FIELD))
         payload = raw if raw is not None else {text(k): text(v) for k, v in fields.items()}
+        if not keep_payload:
+            payload = f"(not kept: entry {entry_id} of {self.stream})"
         await dead_letter_entry(self.redis, self.stream, payload, error, deliveries)
         await self.ack(entry_id)
+
+    async def trim_consumed(self, older_than_ms: int) -> int:
+        """Delete the entries that every group of the stream has consumed (delivered and
+        acknowledged) and that are older than ``older_than_ms`` (Unix ms); the number
+        deleted. An entry not yet delivered to some group, or pending in one, is kept,
+        and so is everything after it (``XTRIM MINID``).
+
+        The groups' last-delivered ids are read before their pending entries: an entry
+        delivered in between is newer than the id read, so it is kept either way."""
+        groups = await self.redis.xinfo_groups(self.stream)
+        if not groups:
+            return 0  # nobody reads it yet: nothing is consumed
+        floor = (max(older_than_ms, 0), 0)
+        for g in groups:
+            ms, seq = id_key(text(g["last-delivered-id"]))
+            floor = min(floor, (ms, seq + 1))
+        for g in groups:
+            summary = await self.redis.xpending(self.stream, text(g["name"]))
+            if summary.get("pending"):
+                floor = min(floor, id_key(text(summary["min"])))
+        if floor <= (0, 1):
+            return 0
+        return int(await self.redis.xtrim(self.stream, minid=f"{floor[0]}-{floor[1]}", approximate=False))

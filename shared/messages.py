@@ -428,14 +428,6 @@ class RunResult(Contract):
         return data
 
 
-class RunFinished(Contract):
-    schema_version: Literal[1] = SCHEMA_VERSION
-    run_id: str
-    tenant_id: str
-    outcome: Outcome
-    result: RunResult
-
-
 class ProgressEvent(Contract):
     """An entry of a run's progress stream. The gateway relays ``step`` and
     ``evidence`` entries; ``answer`` and ``done`` entries only wake it up: what it sends

@@ -50,6 +50,9 @@ WORKER_FAILURES = Counter(
 WORKER_TAKEN = Counter(
     "pm_worker_taken_total", "Running handlers whose entry another consumer took over (a late heartbeat).", ["stream"]
 )
+STREAM_TRIMMED = Counter(
+    "pm_stream_trimmed_total", "Consumed entries trimmed from an input stream (by age, or handled raw mail).", ["stream"]
+)
 WORKER_GROUPS_CREATED = Counter(
     "pm_worker_groups_created_total", "Consumer groups (re-)created, at start or after NOGROUP.", ["stream"]
 )

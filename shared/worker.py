@@ -26,6 +26,11 @@ each process is one consumer, ``<host>-<pid>``. For every input stream:
   (nobody waits for it; the gateway's watchdog ends the run) or whose run already has
   its final result. Counted in ``pm_worker_dropped_total``.
 * An entry is acknowledged only after its handler returned.
+* **Trimming by age**: every ``trim_ms`` each input stream drops (``XTRIM MINID``) the
+  entries every group has consumed and that are older than ``keep_consumed_ms`` (a run's
+  working-key margin, for a replay of recent drafts); an entry not yet delivered or still
+  pending is never dropped. A subscription with ``forget=True`` (raw mail) deletes each
+  entry as soon as it is acknowledged (``XDEL``), and its dead letters keep no payload.
 
 Why not FastStream's stream subscriber (0.7): it creates groups at ``$``, stops the
 subscriber and exits the app on ``NOGROUP``, reports no delivery count before Redis 8.4,
@@ -53,7 +58,7 @@ from shared.bus import connect
 from shared.consumer_group import ConsumerGroup, Fields, envelope_data, is_nogroup
 from shared.errors import ContractError
 from shared.settings import ServiceSettings
-from shared.streams import GROUP, final_key
+from shared.streams import GROUP, WORK_MARGIN_SECONDS, final_key
 
 log = logging.getLogger("pmsearch.worker")
 
@@ -78,6 +83,8 @@ class Policy:
     # cut short is taken over by another replica after the reclaim idle time.
     shutdown_grace_seconds: float = 5.0
     report_seconds: float = 5.0
+    trim_ms: int = 5_000  # how often consumed entries are trimmed
+    keep_consumed_ms: int = WORK_MARGIN_SECONDS * 1000  # and how long they are kept
 
     def __post_init__(self) -> None:
         if self.heartbeat_ms * 2 > self.reclaim_idle_ms:
@@ -114,6 +121,7 @@ class _Subscription(Generic[M]):
     concurrency: int
     skip_late: bool
     skip_finished: bool
+    forget: bool = False
     inflight: dict[str, asyncio.Task[None]] = field(default_factory=dict)
     slot_freed: asyncio.Event = field(default_factory=asyncio.Event)
 
@@ -165,11 +173,14 @@ class Worker:
         skip_late: bool = True,
         skip_finished: bool = True,
         group: str | None = None,
+        forget: bool = False,
     ) -> None:
         """Run ``handle(message, delivery)`` for each entry of ``stream``.
 
         ``skip_late``/``skip_finished``: acknowledge without running a message whose
-        deadline passed / whose run already has a result. ``parse`` turns the
+        deadline passed / whose run already has a result. ``forget``: the entries hold
+        what must not outlive their handling (raw mail): each is deleted from the stream
+        once acknowledged, and dead-lettered without its payload. ``parse`` turns the
         envelope's JSON into the message (default: ``model``'s validation); it may raise
         a ContractError with its own code."""
         self._subs.append(
@@ -180,6 +191,7 @@ class Worker:
                 concurrency=max(concurrency, 1),
                 skip_late=skip_late,
                 skip_finished=skip_finished,
+                forget=forget,
             )
         )
 
@@ -206,6 +218,7 @@ class Worker:
         for sub in self._subs:
             self._loops.append(asyncio.create_task(self._consume_loop(sub)))
             self._background.append(asyncio.create_task(self._heartbeat_loop(sub)))
+            self._background.append(asyncio.create_task(self._trim_loop(sub)))
         groups = {s.stream: s.group.group for s in self._subs}
         self._background.append(
             asyncio.create_task(T.report_streams(self.redis, self.streams, groups, self.policy.report_seconds))
@@ -333,6 +346,19 @@ class Worker:
                     T.WORKER_TAKEN.labels(sub.stream).inc()
                     log.warning("%s %s was taken over by another consumer while running", sub.stream, entry_id)
 
+    async def _trim_loop(self, sub: _Subscription[Any]) -> None:
+        """Drop consumed entries older than the keep time (none for ``forget`` streams)."""
+        keep_ms = 0 if sub.forget else self.policy.keep_consumed_ms
+        while True:
+            await asyncio.sleep(self.policy.trim_ms / 1000)
+            try:
+                trimmed = await sub.group.trim_consumed(int(time.time() * 1000) - keep_ms)
+            except Exception as exc:  # noqa: BLE001 - the next round tries again
+                log.warning("trimming %s failed: %s", sub.stream, exc)
+                continue
+            if trimmed:
+                T.STREAM_TRIMMED.labels(sub.stream).inc(trimmed)
+
     # ------------------------------------------------------------ handling
 
     def _dispatch(self, sub: _Subscription[Any], entry_id: str, fields: Fields, count: int) -> None:
@@ -383,6 +409,18 @@ class Worker:
             await sub.group.ack(entry_id)
         except Exception as exc:  # noqa: BLE001 - redelivered later; handlers are idempotent
             log.warning("cannot acknowledge %s %s: %s", stream, entry_id, exc)
+            return
+        await self._forget(sub, entry_id)
+
+    async def _forget(self, sub: _Subscription[Any], entry_id: str) -> None:
+        """Delete an acknowledged entry of a ``forget`` stream; if this fails, the trim
+        loop drops it (acknowledged, it is consumed)."""
+        if not sub.forget:
+            return
+        try:
+            await sub.group.forget(entry_id)
+        except Exception as exc:  # noqa: BLE001 - trimmed later
+            log.warning("cannot delete %s %s: %s", sub.stream, entry_id, exc)
 
     async def _stale(self, sub: _Subscription[Any], message: BaseModel) -> str | None:
         deadline = getattr(message, "deadline", None)
@@ -398,11 +436,12 @@ class Worker:
     ) -> None:
         log.warning("dead-lettering %s %s (%s, delivery %d): %s", sub.stream, entry_id, reason, count, detail[:300])
         try:
-            await sub.group.dead_letter(entry_id, fields, f"{reason}: {detail}", count)
+            await sub.group.dead_letter(entry_id, fields, f"{reason}: {detail}", count, keep_payload=not sub.forget)
         except Exception:  # noqa: BLE001 - left pending; the next delivery tries again
             log.exception("cannot dead-letter %s %s", sub.stream, entry_id)
             return
         T.WORKER_DEAD_LETTERED.labels(sub.stream, reason).inc()
+        await self._forget(sub, entry_id)
 
 
 async def _settle(tasks: list[asyncio.Task[Any]], timeout: float) -> None:

@@ -111,7 +111,7 @@ class RunService:
             scope_token=token, created_at=now, deadline=deadline, max_steps=budgets.max_steps,
             key_id=record.key_id, mailboxes=mailboxes,
         )
-        await self.redis.set(streams.meta_key(run_id), meta.model_dump_json(), ex=streams.RUN_TTL_SECONDS)
+        await self.redis.set(streams.meta_key(run_id), meta.model_dump_json(), ex=streams.RESULT_TTL_SECONDS)
         await self.redis.zadd(streams.WATCHDOG, {run_id: deadline + self.settings.deadline_grace_seconds})
         await publish(
             self.redis,

@@ -29,7 +29,8 @@ class PlannerRepository:
         """Store a new run's state; False when it already exists (a redelivery)."""
         return bool(
             await self.redis.set(
-                streams.state_key(state.run.run_id), state.model_dump_json(), nx=True, ex=streams.RUN_TTL_SECONDS
+                streams.state_key(state.run.run_id), state.model_dump_json(), nx=True,
+                ex=streams.work_ttl(state.run.deadline),
             )
         )
 
@@ -40,10 +41,10 @@ class PlannerRepository:
         return RunState.model_validate_json(raw)
 
     async def save(self, state: RunState) -> None:
-        run_id = state.run.run_id
-        await self.redis.set(streams.state_key(run_id), state.model_dump_json(), ex=streams.RUN_TTL_SECONDS)
+        run_id, ttl = state.run.run_id, streams.work_ttl(state.run.deadline)
+        await self.redis.set(streams.state_key(run_id), state.model_dump_json(), ex=ttl)
         snapshot = RunSnapshot(trace=state.trace, usage=state.usage, hits=state.hits)
-        await self.redis.set(streams.snapshot_key(run_id), snapshot.model_dump_json(), ex=streams.RUN_TTL_SECONDS)
+        await self.redis.set(streams.snapshot_key(run_id), snapshot.model_dump_json(), ex=ttl)
 
     @asynccontextmanager
     async def locked(self, run_id: str) -> AsyncIterator[None]:
@@ -72,9 +73,9 @@ class PlannerRepository:
     async def finished(self, run_id: str) -> bool:
         return bool(await self.redis.exists(streams.final_key(run_id)))
 
-    async def progress(self, run_id: str, event: ProgressEvent) -> None:
+    async def progress(self, run_id: str, event: ProgressEvent, deadline: float) -> None:
         await self.redis.xadd(streams.progress_key(run_id), encode(event), maxlen=10_000, approximate=True)
-        await self.redis.expire(streams.progress_key(run_id), streams.RUN_TTL_SECONDS)
+        await self.redis.expire(streams.progress_key(run_id), streams.work_ttl(deadline))
 
     async def publish(self, stream: str, message) -> None:
         await publish(self.redis, stream, message)

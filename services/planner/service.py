@@ -267,7 +267,9 @@ class Planner:
 
     async def _progress(self, state: RunState, step: int) -> None:
         await self.repo.progress(
-            state.run.run_id, ProgressEvent(event="step", payload={"step": step, "kind": "decide", "action": state.decision})
+            state.run.run_id,
+            ProgressEvent(event="step", payload={"step": step, "kind": "decide", "action": state.decision}),
+            state.run.deadline,
         )
 
     def _fresh_calls(self, state: RunState, step: int, asked: list[dict]) -> list[ToolCall]:
@@ -320,6 +322,7 @@ class Planner:
         await self.repo.progress(
             run.run_id,
             ProgressEvent(event="step", payload={"step": step, "kind": kind, "calls": [c.model_dump() for c in calls]}),
+            run.deadline,
         )
         await self.repo.publish(
             streams.TOOLS,

@@ -126,7 +126,7 @@ class Searcher:
                 metrics.WIDEN_ATTEMPTS.labels(tool).inc()
             for m in run.evidence:
                 evidence.setdefault(m.message_id, m)
-        await self._store_evidence(batch.run_id, batch.step, evidence)
+        await self._store_evidence(batch.run_id, batch.step, evidence, batch.deadline)
         done = ToolBatchCompleted(
             run_id=batch.run_id,
             tenant_id=batch.tenant_id,
@@ -160,8 +160,11 @@ class Searcher:
         await self.redis.rpush(key, reply.model_dump_json())
         await self.redis.expire(key, streams.REPLY_TTL_SECONDS)
 
-    async def _store_evidence(self, run_id: str, step: int, evidence: dict[str, EvidenceMessage]) -> None:
-        """Every returned message becomes run evidence; each new one is announced once."""
+    async def _store_evidence(
+        self, run_id: str, step: int, evidence: dict[str, EvidenceMessage], deadline: float
+    ) -> None:
+        """Every returned message becomes run evidence; each new one is announced once.
+        Both keys are working keys: full bodies live until the deadline plus a margin."""
         key = streams.evidence_key(run_id)
         progress = streams.progress_key(run_id)
         for message_id, msg in evidence.items():
@@ -178,8 +181,9 @@ class Searcher:
             )
             event = ProgressEvent(event="evidence", payload={"step": step, "message": summary.model_dump(mode="json")})
             await self.redis.xadd(progress, encode(event), maxlen=10_000, approximate=True)
-        await self.redis.expire(key, streams.RUN_TTL_SECONDS)
-        await self.redis.expire(progress, streams.RUN_TTL_SECONDS)
+        ttl = streams.work_ttl(deadline)
+        await self.redis.expire(key, ttl)
+        await self.redis.expire(progress, ttl)
 
 
 def _scope_for(settings: SearcherSettings, token: str, tenant_id: str, run_id: str | None, stream: str) -> Scope:
@@ -221,8 +225,9 @@ def build_app(
     searcher = Searcher(settings)
     worker.subscribe(streams.QUERIES, SearchRequested, searcher.on_query, concurrency=settings.worker_concurrency)
     worker.subscribe(streams.TOOLS, ToolBatchRequested, searcher.on_tools, concurrency=settings.worker_concurrency)
-    # One import at a time: it holds the index's write lock (and minutes of CPU).
-    worker.subscribe(streams.INGEST, IngestRequested, searcher.on_ingest)
+    # One import at a time: it holds the index's write lock (and minutes of CPU). Raw
+    # mail is deleted from the stream once handled, not kept for the trim window.
+    worker.subscribe(streams.INGEST, IngestRequested, searcher.on_ingest, forget=True)
     worker.on_start(searcher.setup)
     worker.on_stop(searcher.close)
     return worker

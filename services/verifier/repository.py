@@ -2,8 +2,8 @@
 
 Exactly one result per run: ``SET final NX`` stores it, so of the drafts of a run (the
 answerer's and the deadline watchdog's) the first to get there wins and the others lose
-quietly. Storing and publishing (``RunFinished`` and the run's ``answer``/``done``
-progress events) is one *finishing* step, guarded by an owner key:
+quietly. Storing and publishing (the run's ``answer``/``done`` progress events) is one
+*finishing* step, guarded by an owner key:
 
 1. claim: ``SET owner <token> NX PX <lease>``. The token is the draft's stream entry
    ID, stable across redeliveries of that draft and different for any other. The claim
@@ -17,16 +17,16 @@ progress events) is one *finishing* step, guarded by an owner key:
 
 A claimant that finds a result stored without the *published* mark publishes it: the
 draft that stored it died before publishing (its lease ran out). The remaining window
-(killed after ``XADD`` to pm:results but before the mark, or a finishing step slower
-than its lease) can repeat ``RunFinished`` for a run; readers treat it as idempotent by
-``run_id``. A lost ``RunFinished`` would be worse. The gateway needs neither: it serves
-a run's result from ``final`` alone.
+(killed after publishing but before the mark, or a finishing step slower than its
+lease) can repeat the ``answer``/``done`` events; the gateway treats them as wake-ups and
+serves a run's result from ``final`` alone, so a client still gets one ``done``.
 
 No ``MULTI`` is needed (the verifier's Redis user has no transaction commands), and the
 owner key ends in ``:final`` so the shipped ACL pattern ``pm:run:*:final`` covers it.
 
-Keys written: ``final_key(run)``, ``owner_key(run)``, ``progress_key(run)``,
-``pm:results``. Read: ``evidence_key(run)``, ``snapshot_key(run)``, ``meta_key(run)``
+Keys written (TTLs from ``shared.streams``' policy): ``final_key(run)`` and
+``owner_key(run)`` for the result retention, ``progress_key(run)`` as a working key.
+Read: ``evidence_key(run)``, ``snapshot_key(run)``, ``meta_key(run)``
 (the gateway's record of the run, which every draft is held against).
 """
 
@@ -42,9 +42,9 @@ from pydantic import ValidationError
 from redis.exceptions import RedisError
 
 from shared.bus import publish
-from shared.messages import EvidenceMessage, ProgressEvent, RunFinished, RunMeta, RunResult, RunSnapshot
+from shared.messages import EvidenceMessage, ProgressEvent, RunMeta, RunResult, RunSnapshot
 from shared.streams import (
-    RESULTS, RUN_TTL_SECONDS, evidence_key, final_key, meta_key, progress_key, run_key, snapshot_key,
+    RESULT_TTL_SECONDS, evidence_key, final_key, meta_key, progress_key, run_key, snapshot_key, work_ttl,
 )
 from services.verifier.errors import RunBusy, StoreError
 
@@ -133,11 +133,12 @@ class Repository:
         raw = await self.redis.get(final_key(run_id))
         return None if raw is None else RunResult.model_validate_json(raw)
 
-    async def finish(self, result: RunResult, token: str) -> bool:
+    async def finish(self, result: RunResult, token: str, *, deadline: float | None = None) -> bool:
         """Store ``result`` unless the run already has one, and publish the run's stored
         result unless that was done. True if this call published.
 
-        ``token`` identifies the draft message (its stream entry ID). Raises
+        ``token`` identifies the draft message (its stream entry ID); ``deadline`` is the
+        run's, for the progress stream's TTL. Raises
         :class:`RunBusy` when another draft holds the run's finishing lease for longer
         than :data:`BUSY_WAIT_SECONDS` and no result is stored yet.
         """
@@ -146,7 +147,7 @@ class Repository:
             if not await self._claim(run_id, token):
                 return False
             stored = await self.redis.set(
-                final_key(run_id), result.model_dump_json(), nx=True, ex=RUN_TTL_SECONDS
+                final_key(run_id), result.model_dump_json(), nx=True, ex=RESULT_TTL_SECONDS
             )
             if not stored:
                 # Stored by an earlier finishing step that never published (it died, or
@@ -156,8 +157,8 @@ class Repository:
                     return False  # expired meanwhile: nothing left to publish
                 log.info("run %s: finishing the publication of a result stored earlier", run_id)
                 result = earlier
-            await self._publish(result)
-            await self.redis.set(owner_key(run_id), token.encode() + _DONE_SUFFIX, ex=RUN_TTL_SECONDS)
+            await self._publish(result, deadline)
+            await self.redis.set(owner_key(run_id), token.encode() + _DONE_SUFFIX, ex=RESULT_TTL_SECONDS)
         except RedisError as exc:
             raise StoreError(f"cannot write the result of run {run_id}: {exc}") from exc
         return True
@@ -187,7 +188,7 @@ class Repository:
                 raise RunBusy(f"run {run_id} is being finished by another draft; retried later")
             await asyncio.sleep(_BUSY_POLL_SECONDS)
 
-    async def _publish(self, result: RunResult) -> None:
+    async def _publish(self, result: RunResult, deadline: float | None) -> None:
         progress = progress_key(result.run_id)
         async with self.redis.pipeline(transaction=False) as pipe:
             if result.answer is not None:
@@ -198,15 +199,5 @@ class Repository:
                 )
             await publish(pipe, progress, ProgressEvent(event="done", payload={"outcome": result.outcome}))
             # The progress stream may have been created without a TTL; never extend one.
-            pipe.expire(progress, RUN_TTL_SECONDS, nx=True)
+            pipe.expire(progress, work_ttl(deadline), nx=True)
             await pipe.execute()
-        await publish(
-            self.redis,
-            RESULTS,
-            RunFinished(
-                run_id=result.run_id,
-                tenant_id=result.tenant_id,
-                outcome=result.outcome,
-                result=result,
-            ),
-        )

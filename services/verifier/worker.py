@@ -65,7 +65,7 @@ async def handle(request: VerificationRequested, delivery: Delivery, redis: aior
                 update={"trace": snapshot.trace, "usage": snapshot.usage, "hits": request.hits or snapshot.hits}
             )
     result, verdict = decide_with_verdict(request, evidence)
-    published = await repo.finish(result, delivery.entry_id)
+    published = await repo.finish(result, delivery.entry_id, deadline=request.deadline)
     metrics.observe_verdict(verdict)
     if published:
         metrics.observe_finished(result)

@@ -25,7 +25,7 @@ from services.verifier.repository import Repository
 from services.verifier.service import decide
 from shared import streams
 from shared.bus import decode
-from shared.messages import ProgressEvent, RunFinished, RunMeta, VerificationRequested
+from shared.messages import ProgressEvent, RunMeta, VerificationRequested
 
 QUESTION = "did the insurer pay?"
 
@@ -64,7 +64,7 @@ async def crashing_verifier(gateway, admin):
     name, password = "verifier-crashing", secrets.token_urlsafe(16)
     await admin.execute_command(
         "ACL", "SETUSER", name, "reset", "on", f">{password}", "resetchannels", "-@all", "+ping",
-        "(~pm:run:*:final +get +set +exists)", "(%W~pm:results +xadd)",
+        "(~pm:run:*:final +get +set +exists)",
     )
     client = aioredis.from_url(gateway.redis_url, username=name, password=password)
     yield client
@@ -118,5 +118,5 @@ async def test_sse_delivers_a_result_whose_verifier_died_before_publishing_it(
     # The next draft of the run (a redelivery, the watchdog's) publishes what was stored.
     await asyncio.sleep(0.35)
     assert await Repository(verifier).finish(decide(draft, {}, now=1.0), "2-0") is True
-    finished = [decode(f, RunFinished) for _, f in await admin.xrange(streams.RESULTS)]
-    assert [f.outcome for f in finished if f.run_id == run_id] == ["budget_exhausted"]
+    progress = [decode(f, ProgressEvent) for _, f in await admin.xrange(streams.progress_key(run_id))]
+    assert [e.payload for e in progress if e.event == "done"] == [{"outcome": "budget_exhausted"}]

@@ -23,7 +23,7 @@ from services.verifier.repository import Repository
 from services.verifier.service import decide
 from shared import streams
 from shared.bus import DATA_FIELD, decode
-from shared.messages import ProgressEvent, RunFinished, RunMeta, VerificationRequested
+from shared.messages import ProgressEvent, RunMeta, VerificationRequested
 
 # The watchdog's commands, as the gateway user's grants in deploy/redis/users.acl.in.
 WATCHDOG_GRANTS = {
@@ -108,11 +108,9 @@ async def verify_all(verifier: aioredis.Redis, admin: aioredis.Redis, run_id: st
     repo = Repository(verifier)
     for entry_id, draft in await endings(admin, run_id):
         await repo.finish(decide(draft, {}), entry_id)
-    finished = [decode(f, RunFinished) for _, f in _ours(await admin.xrange(streams.RESULTS))]
     done = [decode(f, ProgressEvent) for _, f in _ours(await admin.xrange(streams.progress_key(run_id)))]
     return {
         "results": int(await admin.exists(streams.final_key(run_id))),
-        "finished": sum(f.run_id == run_id for f in finished),
         "done": sum(e.event == "done" for e in done),
     }
 
@@ -143,7 +141,7 @@ async def test_a_round_that_fails_before_publishing_leaves_the_run_for_a_later_r
     await one_loop_round(healthy, claim_seconds=0.3)
     assert len(await endings(admin, run_id)) == 1
     assert not await still_watched(admin, run_id)
-    assert await verify_all(verifier, admin, run_id) == {"results": 1, "finished": 1, "done": 1}
+    assert await verify_all(verifier, admin, run_id) == {"results": 1, "done": 1}
 
 
 async def test_a_round_that_fails_between_publish_and_remove_still_ends_the_run_once(admin, make_user, verifier):
@@ -158,7 +156,7 @@ async def test_a_round_that_fails_between_publish_and_remove_still_ends_the_run_
     await asyncio.sleep(0.35)
     await one_loop_round(healthy, claim_seconds=0.3)  # ends it again: harmless
     assert not await still_watched(admin, run_id)
-    assert await verify_all(verifier, admin, run_id) == {"results": 1, "finished": 1, "done": 1}
+    assert await verify_all(verifier, admin, run_id) == {"results": 1, "done": 1}
 
 
 async def test_a_replica_that_died_holding_a_run_is_replaced_after_its_lease(admin, make_user, verifier):
@@ -171,7 +169,7 @@ async def test_a_replica_that_died_holding_a_run_is_replaced_after_its_lease(adm
     await asyncio.sleep(0.35)
     assert await watchdog_round(healthy) == 1
     assert not await still_watched(admin, run_id)
-    assert await verify_all(verifier, admin, run_id) == {"results": 1, "finished": 1, "done": 1}
+    assert await verify_all(verifier, admin, run_id) == {"results": 1, "done": 1}
 
 
 async def test_two_replicas_end_each_overdue_run_once(admin, make_user):

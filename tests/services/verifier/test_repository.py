@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import asyncio
+import time
 import uuid
 
 import pytest
 import redis.asyncio as aioredis
 
 from shared.bus import decode
-from shared.messages import ProgressEvent, RunFinished
-from shared.streams import RESULTS, RUN_TTL_SECONDS, evidence_key, final_key, progress_key
+from shared.messages import ProgressEvent, RunResult
+from shared.streams import RESULT_TTL_SECONDS, WORK_MARGIN_SECONDS, evidence_key, final_key, progress_key
 from services.verifier.errors import StoreError
 from services.verifier.repository import Repository, owner_key
 from services.verifier.service import decide
@@ -34,10 +35,11 @@ async def store_evidence(client: aioredis.Redis, run: str) -> None:
     )
 
 
-async def finished_for(client: aioredis.Redis, run: str) -> list[RunFinished]:
-    entries = await client.xrange(RESULTS)
-    found = [decode(fields, RunFinished) for _, fields in entries]
-    return [f for f in found if f.run_id == run]
+async def finished_for(client: aioredis.Redis, run: str) -> list[RunResult]:
+    """The stored result once per ``done`` event published for the run."""
+    raw = await client.get(final_key(run))
+    dones = [e for e in await progress_events(client, run) if e.event == "done"]
+    return [RunResult.model_validate_json(raw) for _ in dones] if raw else []
 
 
 async def progress_events(client: aioredis.Redis, run: str) -> list[ProgressEvent]:
@@ -64,14 +66,23 @@ async def test_first_writer_publishes_once(client) -> None:
     assert await repo.finish(other, "2-0") is False  # another draft of the same run
 
     assert (await repo.stored_result(run)) == answered
-    assert 0 < await client.ttl(final_key(run)) <= RUN_TTL_SECONDS
-    (finished,) = await finished_for(client, run)
-    assert finished.result == answered and finished.outcome == "answered"
+    assert 0 < await client.ttl(final_key(run)) <= RESULT_TTL_SECONDS
+    assert await finished_for(client, run) == [answered]
     events = await progress_events(client, run)
     assert [e.event for e in events] == ["answer", "done"]
     assert events[1].payload == {"outcome": "answered"}
     assert events[0].payload["answer"]["text"] == "The claim was accepted."
-    assert 0 < await client.ttl(progress_key(run)) <= RUN_TTL_SECONDS
+    assert 0 < await client.ttl(progress_key(run)) <= RESULT_TTL_SECONDS
+
+
+async def test_result_is_retained_and_progress_lives_until_the_deadline_margin(client) -> None:
+    run = run_id()
+    deadline = time.time() + 30
+    result = decide(request(run_id=run, ending="degraded"), {})
+    assert await Repository(client).finish(result, "1-0", deadline=deadline)
+    for key in (final_key(run), owner_key(run)):
+        assert RESULT_TTL_SECONDS - 5 <= await client.ttl(key) <= RESULT_TTL_SECONDS
+    assert 30 + WORK_MARGIN_SECONDS - 5 <= await client.ttl(progress_key(run)) <= 31 + WORK_MARGIN_SECONDS
 
 
 async def test_unanswered_result_has_no_answer_event(client) -> None:
@@ -106,7 +117,7 @@ async def test_concurrent_finishes_store_and_publish_exactly_one(redis_url: str,
     assert sorted(won) == [False] * 7 + [True]
     winner = results[won.index(True)]
     assert await Repository(client).stored_result(run) == winner
-    assert [f.result for f in await finished_for(client, run)] == [winner]
+    assert await finished_for(client, run) == [winner]
     assert [e.event for e in await progress_events(client, run)].count("done") == 1
 
 
@@ -143,7 +154,7 @@ async def test_redelivered_owner_finishes_an_interrupted_publication(client) -> 
     later = decide(request(run_id=run, ending="budget_exhausted"), evidence(), now=2.0)
     assert await repo.finish(later, "8-0") is False  # not the owner
     assert await repo.finish(later, "7-0") is True  # the owner's redelivery
-    assert [f.result for f in await finished_for(client, run)] == [stored]
+    assert await finished_for(client, run) == [stored]
     assert await repo.finish(later, "7-0") is False
 
 
@@ -172,7 +183,7 @@ async def test_a_result_its_dead_writer_never_published_is_published_by_the_next
     repo = Repository(client)
     later = decide(request(run_id=run, ending="budget_exhausted"), evidence())
     assert await repo.finish(later, "3-0") is True
-    assert [f.result for f in await finished_for(client, run)] == [stored]  # what was stored
+    assert await finished_for(client, run) == [stored]  # what was stored
     assert await repo.finish(later, "3-0") is False
     assert await repo.finish(later, "4-0") is False
     assert len(await finished_for(client, run)) == 1
@@ -195,7 +206,7 @@ async def test_a_dead_owner_blocks_the_run_only_for_its_lease(client) -> None:
     await asyncio.sleep(0.35)
     assert await repo.finish(ending, "9-0") is True
     assert await repo.stored_result(run) == ending
-    assert [f.result for f in await finished_for(client, run)] == [ending]
+    assert await finished_for(client, run) == [ending]
 
 
 async def test_a_draft_that_fails_while_finishing_holds_the_run_only_for_its_lease(client) -> None:

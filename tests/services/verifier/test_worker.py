@@ -6,15 +6,16 @@ import asyncio
 import contextlib
 import time
 import uuid
+from dataclasses import dataclass
 
 import pytest
 import redis.asyncio as aioredis
 from faststream.redis import RedisBroker, StreamSub
 
 from shared.bus import decode, encode, publish
-from shared.messages import RunFinished, VerificationRequested
+from shared.messages import ProgressEvent, RunResult, VerificationRequested
 from shared.settings import VerifierSettings
-from shared.streams import DRAFTS, GROUP, RESULTS, dead_letter, evidence_key, final_key, meta_key
+from shared.streams import DRAFTS, GROUP, dead_letter, evidence_key, final_key, meta_key, progress_key
 from shared.worker import Policy
 from services.verifier import worker
 from services.verifier.repository import Repository
@@ -58,9 +59,20 @@ async def wait_for(predicate, timeout: float = 10.0):
     raise AssertionError("timed out")
 
 
-async def finished_for(client, run: str) -> list[RunFinished]:
-    found = [decode(f, RunFinished) for _, f in await client.xrange(RESULTS)]
-    return [f for f in found if f.run_id == run]
+@dataclass
+class Finished:
+    outcome: str
+    result: RunResult
+
+
+async def finished_for(client, run: str) -> list[Finished]:
+    """The run's stored result once per ``done`` event published for it."""
+    raw = await client.get(final_key(run))
+    if raw is None:
+        return []
+    result = RunResult.model_validate_json(raw)
+    events = [decode(f, ProgressEvent) for _, f in await client.xrange(progress_key(run))]
+    return [Finished(e.payload["outcome"], result) for e in events if e.event == "done"]
 
 
 async def pending(client) -> int:

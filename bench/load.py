@@ -1,0 +1,223 @@
+"""Load: N concurrent agentic clients against the whole stack, per level.
+
+Starts its own stack on free loopback ports with the scripted model at a fixed latency
+(``--latency``, one call a run with the honest brain), the demo mailbox, and the limits
+that are not the service's own raised: tenant acme's daily cap, the per-key stream
+limit and search rate, and the per-process model-call limit (a real model endpoint
+needs it; the scripted one does not, and its queue would be measured as overhead).
+The gateway's own admission limits (``PM_MAX_WAITING_RUNS``, ``PM_MAX_EVENT_STREAMS``)
+stay at their defaults: past them a client must get ``503`` with ``Retry-After``.
+
+Per level, N clients (half over SSE, half waiting for the JSON result) each run
+``max(2, 100 / N)`` runs back to back, all starting at once; a refused request is sent
+again after its ``Retry-After``. Reported per level: requests, 5xx (other than a ``503``
+with ``Retry-After``; must be 0), ``503``/``429`` with ``Retry-After``, broken streams,
+service overhead p50/p95 (wall minus the model's latency times the run's model calls,
+for the admitted request), first ``evidence`` event p95 (SSE clients), throughput, and
+the benchmark client's own event-loop lag (it shares the two cores with the stack).
+Baseline in the same run: one client, one run at a time.
+
+Goals: overhead p95 <= 100 ms at 10 clients and <= 250 ms at 50; first evidence p95
+<= 300 ms at 50.
+
+    python -m bench.load [--levels 10,50,100,200,500] [--latency 0.2]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import math
+import sys
+import tempfile
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from bench._harness import QUESTIONS, demo_stack, retry_after, scripted_model, sse_events
+from bench._util import emit_json, format_table, latency_ms, percentile
+
+GOALS = {10: {"overhead_p95_ms": 100}, 50: {"overhead_p95_ms": 250, "first_evidence_p95_ms": 300}}
+BASELINE_RUNS = 20
+
+
+@dataclass
+class Level:
+    clients: int
+    requests: int = 0
+    statuses: Counter[int] = field(default_factory=Counter)
+    with_retry_after: Counter[int] = field(default_factory=Counter)
+    errors_5xx: int = 0  # 5xx other than a 503 that says when to retry
+    broken: list[str] = field(default_factory=list)  # transport errors, streams without done
+    walls: list[float] = field(default_factory=list)
+    overheads: list[float] = field(default_factory=list)
+    first_evidence: list[float] = field(default_factory=list)
+    outcomes: Counter[str] = field(default_factory=Counter)
+    loop_lag: list[float] = field(default_factory=list)
+    seconds: float = 0.0
+
+
+async def one_run(http: httpx.AsyncClient, key: str, question: str, streamed: bool, latency: float, lv: Level) -> bool:
+    """One request; True when it finished a run (False: refused, to be sent again)."""
+    headers = {"Authorization": f"Bearer {key}"}
+    body = {"query": question, "mode": "agentic"}
+    started = time.perf_counter()
+    lv.requests += 1
+    try:
+        if streamed:
+            headers["Accept"] = "text/event-stream"
+            async with http.stream("POST", "/v1/search", json=body, headers=headers) as resp:
+                if not _admitted(resp, lv):
+                    await resp.aread()
+                    await asyncio.sleep(retry_after(resp) or 1.0)
+                    return False
+                evidence_at, result = None, None
+                async for ev in sse_events(resp):
+                    if ev.event == "evidence" and evidence_at is None:
+                        evidence_at = time.perf_counter() - started
+                    elif ev.event == "done":
+                        result = json.loads(ev.data)
+                if result is None:
+                    lv.broken.append("stream ended without done")
+                    return True
+                if evidence_at is not None:
+                    lv.first_evidence.append(evidence_at)
+        else:
+            resp = await http.post("/v1/search", json=body, headers=headers)
+            if not _admitted(resp, lv):
+                await asyncio.sleep(retry_after(resp) or 1.0)
+                return False
+            result = resp.json()
+    except httpx.TransportError as exc:
+        lv.broken.append(type(exc).__name__)
+        return True
+    wall = time.perf_counter() - started
+    lv.walls.append(wall)
+    lv.overheads.append(wall - result["usage"]["model_calls"] * latency)
+    lv.outcomes[result["outcome"]] += 1
+    return True
+
+
+def _admitted(resp: httpx.Response, lv: Level) -> bool:
+    lv.statuses[resp.status_code] += 1
+    if resp.status_code == 200:
+        return True
+    if retry_after(resp) is not None:
+        lv.with_retry_after[resp.status_code] += 1
+    if resp.status_code >= 500 and not (resp.status_code == 503 and retry_after(resp) is not None):
+        lv.errors_5xx += 1
+    return False
+
+
+async def _lag(lv: Level, stop: asyncio.Event) -> None:
+    """How late this process's event loop wakes: if the client itself is starved, its
+    timings are not the service's."""
+    while not stop.is_set():
+        t = time.perf_counter()
+        await asyncio.sleep(0.05)
+        lv.loop_lag.append(time.perf_counter() - t - 0.05)
+
+
+async def level(url: str, key: str, clients: int, runs_each: int, latency: float, streamed_only: bool = False) -> Level:
+    lv = Level(clients)
+    limits = httpx.Limits(max_connections=clients + 10, max_keepalive_connections=clients + 10)
+    stop = asyncio.Event()
+    async with httpx.AsyncClient(base_url=url, timeout=httpx.Timeout(180, connect=30), limits=limits) as http:
+
+        async def client(i: int) -> None:
+            streamed = streamed_only or i % 2 == 0
+            done = 0
+            while done < runs_each:
+                if await one_run(http, key, QUESTIONS[(i + done) % len(QUESTIONS)], streamed, latency, lv):
+                    done += 1
+
+        lagger = asyncio.create_task(_lag(lv, stop))
+        started = time.perf_counter()
+        await asyncio.gather(*(client(i) for i in range(clients)))
+        lv.seconds = time.perf_counter() - started
+        stop.set()
+        await lagger
+    return lv
+
+
+def row(lv: Level, label: str) -> dict[str, Any]:
+    over, fe = latency_ms(lv.overheads), latency_ms(lv.first_evidence)
+    return {
+        "clients": label,
+        "requests": lv.requests,
+        "runs": len(lv.walls),
+        "5xx": lv.errors_5xx,
+        "503 (R-A)": f"{lv.statuses[503]} ({lv.with_retry_after[503]})",
+        "429 (R-A)": f"{lv.statuses[429]} ({lv.with_retry_after[429]})",
+        "broken": len(lv.broken),
+        "overhead p50 ms": over["p50_ms"],
+        "overhead p95 ms": over["p95_ms"],
+        "1st evidence p95 ms": fe["p95_ms"],
+        "runs/s": round(len(lv.walls) / lv.seconds, 1) if lv.seconds else math.nan,
+        "client lag p95 ms": round(percentile([x * 1000 for x in lv.loop_lag], 95), 1),
+    }
+
+
+def summary(lv: Level) -> dict[str, Any]:
+    return {
+        "clients": lv.clients, "requests": lv.requests, "runs": len(lv.walls), "seconds": round(lv.seconds, 1),
+        "statuses": {str(k): v for k, v in sorted(lv.statuses.items())},
+        "with_retry_after": {str(k): v for k, v in sorted(lv.with_retry_after.items())},
+        "errors_5xx": lv.errors_5xx, "broken": len(lv.broken), "broken_kinds": dict(Counter(lv.broken)),
+        "overhead": latency_ms(lv.overheads), "wall": latency_ms(lv.walls),
+        "first_evidence": latency_ms(lv.first_evidence), "outcomes": dict(lv.outcomes),
+        "client_loop_lag_p95_ms": round(percentile([x * 1000 for x in lv.loop_lag], 95), 1),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--levels", default="10,50,100,200,500")
+    parser.add_argument("--latency", type=float, default=0.2, help="scripted model seconds per call")
+    parser.add_argument("--min-runs", type=int, default=100, help="runs per level at least (clients x runs each)")
+    parser.add_argument("--model-concurrency", type=int, default=1024, help="PM_MODEL_MAX_CONCURRENCY for the run")
+    args = parser.parse_args()
+    levels = [int(x) for x in args.levels.split(",")]
+    env = {
+        "PM_SEARCH_RATE_PER_MINUTE": "0",
+        "PM_MAX_STREAMS_PER_KEY": "100000",
+        "PM_MODEL_MAX_CONCURRENCY": str(args.model_concurrency),
+        "PM_MODEL_TIMEOUT_SECONDS": "60",
+    }
+    tenant = {"search.agentic_daily_cap": 10_000_000, "search.agentic_max_seconds": 90, "search.agentic_max_steps": 6}
+    results: dict[int, Level] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        work = Path(tmp)
+        with scripted_model(args.latency, work / "model") as model_url, demo_stack(work, model_url, env, tenant) as (stack, key):
+            asyncio.run(level(stack.gateway_url, key, 2, 2, args.latency))  # warm every stage up
+            baseline = asyncio.run(level(stack.gateway_url, key, 1, BASELINE_RUNS, args.latency, streamed_only=True))
+            for n in levels:
+                results[n] = asyncio.run(level(stack.gateway_url, key, n, max(2, math.ceil(args.min_runs / n)), args.latency))
+
+    print(f"scripted model: {args.latency:g} s per call; overhead = wall - calls x latency; R-A = with Retry-After")
+    print(format_table([row(baseline, "1 (baseline)")] + [row(results[n], str(n)) for n in levels]))
+    goals: dict[str, Any] = {}
+    for n, wanted in GOALS.items():
+        if n in results:
+            got = {"overhead_p95_ms": latency_ms(results[n].overheads)["p95_ms"],
+                   "first_evidence_p95_ms": latency_ms(results[n].first_evidence)["p95_ms"]}
+            goals[str(n)] = {k: {"goal": v, "measured": got[k], "met": got[k] <= v} for k, v in wanted.items()}
+    no_5xx = all(lv.errors_5xx == 0 for lv in results.values())
+    print(f"goals: {json.dumps(goals)}; no 5xx: {no_5xx}")
+    emit_json({
+        "bench": "load", "model_latency_s": args.latency, "model_concurrency": args.model_concurrency,
+        "baseline": summary(baseline), "levels": {str(n): summary(lv) for n, lv in results.items()},
+        "goals": goals, "no_5xx": no_5xx,
+        "broken": sum(len(lv.broken) for lv in results.values()),
+    })
+    if not no_5xx or any(lv.broken for lv in results.values()):
+        sys.exit(1)  # the latency goals depend on the machine; errors never do
+
+
+if __name__ == "__main__":
+    main()

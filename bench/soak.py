@@ -1,0 +1,298 @@
+"""Fault soak: agentic runs while stage processes are killed; every run must end once.
+
+Starts its own stack on free loopback ports (scripted model at a fixed latency, demo
+mailbox; each run a search round and three model calls), starts ``--runs`` agentic
+runs at ``--rate`` a second (half over SSE, half waiting for the JSON result, at most
+``--concurrency`` in flight) while a chaos loop SIGKILLs a random stage process
+(planner, searcher, answerer, verifier or the gateway) every ``--kill-every``. The
+stack's supervisor (cli/supervisor.py, as in `pmsearch up`) starts each one again.
+
+Clients behave as a careful client would: ``503``/``429`` are retried after their
+``Retry-After``; an SSE stream cut by a gateway kill resumes at ``GET
+/v1/runs/{id}/events`` with ``Last-Event-ID``; a request cut before the client learned
+its run id (a waiting request, or a stream before its headers) is sent again.
+
+Afterwards every run in Redis (those of cut requests included) is audited:
+
+* lost: a run with no stored result, or a client that got no ``done`` (SSE) / result
+  (waiting) for the run it followed;
+* duplicated: a client relayed ``done`` (or a result) more than once, a relayed result
+  that differs from the stored one, or (where the stack still writes ``pm:results``)
+  more than one ``RunFinished`` for a run. A run's ``done`` *progress entry* written
+  twice (a verifier killed between publishing and marking) is reported apart: the
+  gateway only wakes up on it and relays the stored result once.
+
+Goal: 0 lost, 0 duplicated. Bounded: at most ``--runs`` runs (plus resends of cut
+requests), chaos stops after ``--max-seconds``.
+
+    python -m bench.soak [--runs 200] [--kill-every 5s] [--rate 1] [--seed 1]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import random
+import signal
+import sys
+import tempfile
+import threading
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from bench._harness import QUESTIONS, demo_stack, scripted_model
+from bench._soak_client import Client, run_client
+from bench._util import emit_json, format_table, latency_ms
+from cli.stack import Stack
+from cli.supervisor import Supervisor
+from shared import streams
+from shared.bus import DATA_FIELD, decode
+from shared.messages import ProgressEvent, RunResult
+
+VICTIMS = ("planner", "searcher", "answerer", "verifier", "gateway")
+
+
+def seconds(text: str) -> float:
+    """``5s``, ``500ms``, ``2m`` or a bare number of seconds."""
+    text = text.strip().lower()
+    for suffix, factor in (("ms", 0.001), ("s", 1.0), ("m", 60.0)):
+        if text.endswith(suffix):
+            return float(text[: -len(suffix)]) * factor
+    return float(text)
+
+
+class Chaos(threading.Thread):
+    """Supervises the stack (restarts the dead, as `pmsearch up` does) and, until told
+    to stop, SIGKILLs one random live stage every ``every`` seconds."""
+
+    def __init__(self, stack: Stack, every: float, seed: int, max_kills: int) -> None:
+        super().__init__(daemon=True)
+        self.stack = stack
+        self.every = every
+        self.rng = random.Random(seed)
+        self.max_kills = max_kills
+        self.kills: Counter[str] = Counter()
+        self.restarts: Counter[str] = Counter()
+        self.log: list[str] = []
+        self.stop_killing = threading.Event()
+        self.stop_supervising = threading.Event()
+        # Kills are deliberate here: a short backoff, so the soak measures recovery, not
+        # the crash-loop delay (up to 60 s) that protects a stage that cannot start.
+        self.supervisor = Supervisor(stack, report=self._report, first_delay=0.5, max_delay=2.0, stable_after=5.0)
+
+    def _report(self, text: str) -> None:
+        self.log.append(time.strftime("%H:%M:%S ") + text)
+        name = text.split(" ", 1)[0]
+        if " restarted " in text:
+            self.restarts[name] += 1
+
+    def all_up(self) -> bool:
+        return not self.supervisor._due and all(p.poll() is None for p in self.stack.procs.values())
+
+    def run(self) -> None:
+        next_kill = time.monotonic() + self.every
+        while not self.stop_supervising.is_set():
+            self.supervisor.check()
+            now = time.monotonic()
+            if not self.stop_killing.is_set() and now >= next_kill and sum(self.kills.values()) < self.max_kills:
+                next_kill = now + self.every
+                alive = [n for n in VICTIMS if self.stack.procs[n].poll() is None and n not in self.supervisor._due]
+                if alive:
+                    victim = self.rng.choice(alive)
+                    try:
+                        os.kill(self.stack.procs[victim].pid, signal.SIGKILL)
+                        self.kills[victim] += 1
+                    except ProcessLookupError:
+                        pass  # died on its own meanwhile; the supervisor sees it
+            time.sleep(0.05)
+
+
+async def drive(stack: Stack, key: str, runs: int, rate: float, concurrency: int, give_up: float) -> list[Client]:
+    """Start a run every 1/``rate`` seconds (at most ``concurrency`` in flight), so the
+    runs span many kills rather than finishing between two."""
+    sem = asyncio.Semaphore(concurrency)
+    limits = httpx.Limits(max_connections=concurrency * 2 + 10)
+    timeout = httpx.Timeout(120, connect=5)
+    clients = [Client(i, "sse" if i % 2 == 0 else "wait", QUESTIONS[i % len(QUESTIONS)]) for i in range(runs)]
+    async with httpx.AsyncClient(base_url=stack.gateway_url, timeout=timeout, limits=limits) as http:
+
+        async def one(client: Client) -> None:
+            await asyncio.sleep(client.index / rate)
+            async with sem:
+                await run_client(http, key, client, give_up)
+
+        await asyncio.gather(*(one(c) for c in clients))
+    return clients
+
+
+def _text(value: bytes | str) -> str:
+    return value.decode() if isinstance(value, bytes) else value
+
+
+def _run_finished(admin: Any) -> tuple[Counter[str], dict[str, set[str]]]:
+    """``RunFinished`` notices per run on ``pm:results``, where the stack still has that
+    stream (read as plain JSON: the contract may be gone with the stream)."""
+    finishes: Counter[str] = Counter()
+    results: dict[str, set[str]] = {}
+    stream = getattr(streams, "RESULTS", None)
+    for _, fields in admin.xrange(stream) if stream else []:
+        data = json.loads(json.loads(fields[DATA_FIELD.encode()])["data"])
+        finishes[data["run_id"]] += 1
+        results.setdefault(data["run_id"], set()).add(RunResult.model_validate(data["result"]).model_dump_json())
+    return finishes, results
+
+
+def audit_store(stack: Stack, settle_seconds: float) -> dict[str, dict[str, Any]]:
+    """Every run in Redis: its stored result, its RunFinished count and its progress
+    ``done`` entries; waits up to ``settle_seconds`` for runs still open to end."""
+    admin = stack.redis_client()
+    try:
+        run_ids = sorted(
+            _text(k).split("{", 1)[1].split("}", 1)[0] for k in admin.scan_iter(match="pm:run:*:meta", count=1000)
+        )
+        deadline = time.monotonic() + settle_seconds
+        while time.monotonic() < deadline and not all(admin.exists(streams.final_key(r)) for r in run_ids):
+            time.sleep(0.5)
+        finishes, finished_results = _run_finished(admin)
+        out: dict[str, dict[str, Any]] = {}
+        for run_id in run_ids:
+            raw = admin.get(streams.final_key(run_id))
+            dones = 0
+            for _, fields in admin.xrange(streams.progress_key(run_id)):
+                try:
+                    dones += decode(fields, ProgressEvent).event == "done"
+                except ValueError:
+                    pass
+            result = RunResult.model_validate_json(raw) if raw else None
+            out[run_id] = {
+                "result": result,
+                "finished": finishes[run_id],
+                "finish_differs": result is not None
+                and bool(finished_results.get(run_id, set()) - {result.model_dump_json()}),
+                "progress_done": dones,
+            }
+        return out
+    finally:
+        admin.close()
+
+
+def verdict(clients: list[Client], store: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    followed = {c.run_id: c for c in clients if c.run_id}
+    lost = {
+        "no_stored_result": sorted(r for r, s in store.items() if s["result"] is None),
+        "client_without_done": sorted(str(c.index) for c in clients if c.relayed_done == 0),
+    }
+    dup = {
+        "run_finished_repeated": sorted(r for r, s in store.items() if s["finished"] > 1),
+        "run_finished_differs": sorted(r for r, s in store.items() if s["finish_differs"]),
+        "client_done_repeated": sorted(str(c.index) for c in clients if c.relayed_done > 1),
+        "client_result_differs": sorted(
+            r for r, c in followed.items()
+            if c.result is not None and store.get(r, {}).get("result") is not None
+            and RunResult.model_validate(c.result) != store[r]["result"]
+        ),
+        "followed_run_not_in_store": sorted(r for r in followed if r not in store),
+    }
+    # The verifier may write a run's `done` progress entry twice (killed between publishing
+    # and marking it published); the gateway only wakes up on it and relays the stored
+    # result once, so it is reported, not counted as a duplicate.
+    repeated_notices = sorted(r for r, s in store.items() if s["progress_done"] > 1)
+    lost_runs = set(lost["no_stored_result"]) | {f"client {i}" for i in lost["client_without_done"]}
+    dup_runs = set().union(*(set(v) for v in dup.values()))
+    return {
+        "lost": len(lost_runs), "duplicated": len(dup_runs), "lost_detail": lost, "duplicated_detail": dup,
+        "repeated_done_entries": repeated_notices,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--runs", type=int, default=200)
+    parser.add_argument("--kill-every", default="5s", help="time between kills, e.g. 5s or 500ms")
+    parser.add_argument("--rate", type=float, default=1.0, help="runs started per second")
+    parser.add_argument("--concurrency", type=int, default=16, help="at most this many runs in flight")
+    parser.add_argument("--latency", type=float, default=0.2, help="scripted model seconds per call (3 calls a run)")
+    parser.add_argument("--budget", type=float, default=20.0, help="the tenant's seconds per run")
+    parser.add_argument("--max-seconds", type=float, default=600.0, help="stop killing and sending after this")
+    parser.add_argument("--max-kills", type=int, default=500)
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--keep", type=Path, help="keep the stack's folder (logs) here instead of a temporary one")
+    args = parser.parse_args()
+    every = seconds(args.kill_every)
+
+    with tempfile.TemporaryDirectory() as tmp:
+        work = args.keep or Path(tmp)
+        env = {
+            "PM_SEARCH_RATE_PER_MINUTE": "0",  # one key drives every run: not its limits
+            "PM_MAX_STREAMS_PER_KEY": "10000",
+            "PM_MODEL_TIMEOUT_SECONDS": "10",
+        }
+        tenant = {"search.agentic_daily_cap": 1_000_000, "search.agentic_max_seconds": args.budget, "search.agentic_max_steps": 6}
+        with scripted_model(args.latency, work / "model", search_round=True) as model_url, demo_stack(work, model_url, env, tenant) as (stack, key):
+            chaos = Chaos(stack, every, args.seed, args.max_kills)
+            started = time.monotonic()
+            chaos.start()
+            try:
+                clients = asyncio.run(drive(stack, key, args.runs, args.rate, args.concurrency, started + args.max_seconds))
+                chaos.stop_killing.set()
+                sent_for = time.monotonic() - started
+                back = time.monotonic() + 120
+                while not chaos.all_up() and time.monotonic() < back:
+                    time.sleep(0.2)
+                store = audit_store(stack, settle_seconds=args.budget + 30)
+            finally:
+                chaos.stop_supervising.set()
+                chaos.join()  # before the stack stops: the supervisor must not restart what stop() ends
+            log_dir = stack.log_dir
+
+    v = verdict(clients, store)
+    walls = [c.wall for c in clients if c.wall is not None]
+    outcomes = Counter(s["result"].outcome for s in store.values() if s["result"] is not None)
+    cut = sum(c.cut_off for c in clients)
+    unread = len(store) - len({c.run_id for c in clients if c.run_id})
+    rows = [
+        {"": "runs (clients)", "value": args.runs},
+        {"": "runs in the store", "value": len(store)},
+        {"": "kills", "value": sum(chaos.kills.values())},
+        *({"": f"  {n}", "value": f"{chaos.kills[n]} killed, {chaos.restarts[n]} restarted"} for n in VICTIMS),
+        {"": "SSE streams resumed (Last-Event-ID)", "value": sum(c.resumes for c in clients)},
+        {"": "requests cut before the run id was known (sent again)", "value": cut},
+        {"": "  runs they had started: ended, unread", "value": unread},
+        {"": "refused 503 / 429 (retried)", "value": f"{sum(c.refused[503] for c in clients)} / {sum(c.refused[429] for c in clients)}"},
+        {"": "other 5xx", "value": sum(len(c.server_errors) for c in clients)},
+        {"": "repeated done entries (not relayed)", "value": len(v["repeated_done_entries"])},
+        {"": "lost", "value": v["lost"]},
+        {"": "duplicated", "value": v["duplicated"]},
+        *({"": f"outcome {o}", "value": n} for o, n in sorted(outcomes.items())),
+        {"": "wall p50 / p95 ms", "value": "{p50_ms:.0f} / {p95_ms:.0f}".format(**latency_ms(walls))},
+    ]
+    print(f"soak: {args.runs} runs, {args.rate:g} a second, at most {args.concurrency} in flight, a kill every {every:g} s, "
+          f"model {args.latency:g} s per call, budget {args.budget:g} s; {sent_for:.0f} s of traffic")
+    print(format_table(rows))
+    if v["lost"] or v["duplicated"]:
+        print("lost:", json.dumps(v["lost_detail"]), "\nduplicated:", json.dumps(v["duplicated_detail"]))
+        if args.keep:
+            print(f"logs in {log_dir}")
+    emit_json({
+        "bench": "soak", "runs": args.runs, "runs_in_store": len(store), "concurrency": args.concurrency, "rate_per_s": args.rate,
+        "kill_every_s": every, "kills": dict(chaos.kills), "restarts": dict(chaos.restarts),
+        "resumed_streams": sum(c.resumes for c in clients), "cut_requests": cut, "runs_ended_unread": unread,
+        "refused": {"503": sum(c.refused[503] for c in clients), "429": sum(c.refused[429] for c in clients)},
+        "other_5xx": sum(len(c.server_errors) for c in clients),
+        "outcomes": dict(outcomes), "wall": latency_ms(walls), "traffic_s": round(sent_for, 1),
+        "lost": v["lost"], "duplicated": v["duplicated"], "goal_met": v["lost"] == 0 and v["duplicated"] == 0,
+        "lost_detail": v["lost_detail"], "duplicated_detail": v["duplicated_detail"],
+        "repeated_done_entries": v["repeated_done_entries"],
+    })
+    if v["lost"] or v["duplicated"]:
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()
