@@ -29,7 +29,7 @@ from shared.bus import decode
 from shared.messages import EvidenceMessage, VerificationRequested
 from shared.settings import cli_settings
 
-FIGURES = ("answered_right", "answered_right_count", "citation_precision", "wrongly_answered")
+FIGURES = ("answered_right", "answered_right_count", "citation_precision", "wrongly_answered", "attacker_text")
 
 
 def _client() -> redis.Redis:

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from itertools import islice
 
 from shared.messages import EvidenceMessage, Excerpt
+from shared.steering import blanked
 from services.verifier import figures
 from services.verifier.question import MONTHS
 from services.verifier.normalize import Normalized, find_phrase, normalize, normalize_with_map
@@ -178,8 +179,9 @@ class Source:
 
     @classmethod
     def of(cls, message: EvidenceMessage) -> Source:
-        parts = [Part("body", message.body)]
-        parts.extend(Part(f"attachment:{a.name}", a.text) for a in message.attachments)
+        # Text written to steer a model supports nothing (see shared.steering).
+        parts = [Part("body", blanked(message.body))]
+        parts.extend(Part(f"attachment:{a.name}", blanked(a.text)) for a in message.attachments)
         parts.append(Part("subject", message.subject))
         return cls(message, parts)
 
