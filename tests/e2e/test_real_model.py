@@ -24,15 +24,15 @@ from tests.fixtures.stack import DEMO
 
 pytestmark = pytest.mark.real_model
 
-# A regression guard, not a quality measure: questions the embedded model answers right
-# (or rightly refuses) with both strategies on the full evaluation, so a change that
-# breaks them shows here. The full set's figures are in docs/evaluation.md.
+# A regression guard, not a quality measure: questions the embedded model answers right,
+# citing only supporting messages (or rightly refuses), on the last full evaluation, so a
+# change that breaks them shows here. The full set's figures are in docs/evaluation.md.
 SUBSET = [
     "golf-police-number",
-    "hueber-ramp-hours",
+    "laptop-asset",
     "contoso-credit-note",
-    "transit-assessor",
-    "hail-digest-link",
+    "vat-march",
+    "flight-manage-link",
     "quarantine-bank-details",
     "wifi-password",
     "om-chairs-paid",
