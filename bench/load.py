@@ -9,7 +9,7 @@ The gateway's own admission limits (``PM_MAX_WAITING_RUNS``, ``PM_MAX_EVENT_STRE
 stay at their defaults: past them a client must get ``503`` with ``Retry-After``.
 
 Per level, N clients (half over SSE, half waiting for the JSON result) each run
-``max(2, 100 / N)`` runs back to back, all starting at once; a refused request is sent
+``max(2, 200 / N)`` runs back to back, all starting at once; a refused request is sent
 again after its ``Retry-After``. Reported per level: requests, 5xx (other than a ``503``
 with ``Retry-After``; must be 0), ``503``/``429`` with ``Retry-After``, broken streams,
 service overhead p50/p95 (wall minus the model's latency times the run's model calls,
@@ -179,7 +179,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--levels", default="10,50,100,200,500")
     parser.add_argument("--latency", type=float, default=0.2, help="scripted model seconds per call")
-    parser.add_argument("--min-runs", type=int, default=100, help="runs per level at least (clients x runs each)")
+    parser.add_argument("--min-runs", type=int, default=200, help="runs per level at least (clients x runs each)")
     parser.add_argument("--model-concurrency", type=int, default=1024, help="PM_MODEL_MAX_CONCURRENCY for the run")
     args = parser.parse_args()
     levels = [int(x) for x in args.levels.split(",")]

@@ -1,9 +1,10 @@
 """Re-verify an evaluation run's drafts with the verifier as it is now, and re-score.
 
 The model's drafts of a ``pmsearch eval`` run stay in the verifier's input stream, with
-the evidence each run stored. Verification is deterministic, so a change to the
-verifier's checks can be measured on them in seconds instead of re-asking the model for
-an hour. The figures printed are the eval's own (answered right, citation precision,
+the evidence each run stored, for about 10 minutes after each run (docs/design.md,
+"Memory"): replay soon after the evaluation; older runs are counted as missing.
+Verification is deterministic, so a change to the verifier's checks can be measured on
+them in seconds instead of re-asking the model for an hour. The figures printed are the eval's own (answered right, citation precision,
 must-not-answer questions answered), before (as the run ended) and after (as the
 verifier now decides), with every question whose outcome changed. Model-side changes
 still need a full ``pmsearch eval``. Run from the repository root against the stack the

@@ -23,7 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field, create_model
 
 from shared.fencing import Fence
 from shared.messages import DraftSentence, EvidenceMessage
-from shared.steering import without_steering
+from shared.steering import steers, without_steering
 from shared.tools import one_of, tool_prompt_text
 
 PASSAGE_CHARS = 400
@@ -203,6 +203,8 @@ def build(
     used = 0
     for m in _priority(ranked, threads):
         pieces = pieces_of[m.message_id]
+        if not pieces and steers(m.body):
+            continue  # all it says is addressed to a model: nothing to show
         # The last message of a thread says how the matter ended: it may show two
         # pieces (a decision letter's body and its attachment, say).
         n = PER_MESSAGE + (m is threads[m.thread_id][-1] and len(threads[m.thread_id]) > 1)

@@ -216,12 +216,14 @@ class Worker:
         for hook in self._on_start:
             await hook()
         for sub in self._subs:
-            self._loops.append(asyncio.create_task(self._consume_loop(sub)))
-            self._background.append(asyncio.create_task(self._heartbeat_loop(sub)))
-            self._background.append(asyncio.create_task(self._trim_loop(sub)))
+            self._loops.append(asyncio.create_task(self._consume_loop(sub), name=f"consume {sub.stream}"))
+            self._background.append(asyncio.create_task(self._heartbeat_loop(sub), name=f"heartbeat {sub.stream}"))
+            self._background.append(asyncio.create_task(self._trim_loop(sub), name=f"trim {sub.stream}"))
         groups = {s.stream: s.group.group for s in self._subs}
         self._background.append(
-            asyncio.create_task(T.report_streams(self.redis, self.streams, groups, self.policy.report_seconds))
+            asyncio.create_task(
+                T.report_streams(self.redis, self.streams, groups, self.policy.report_seconds), name="report streams"
+            )
         )
 
     async def stop(self) -> None:
@@ -349,8 +351,12 @@ class Worker:
     async def _trim_loop(self, sub: _Subscription[Any]) -> None:
         """Drop consumed entries older than the keep time (none for ``forget`` streams)."""
         keep_ms = 0 if sub.forget else self.policy.keep_consumed_ms
-        while True:
-            await asyncio.sleep(self.policy.trim_ms / 1000)
+        # Ends on the stop flag, not only by cancellation: redis-py can swallow a
+        # cancellation that lands inside a command (seen with redis-py 8).
+        while not self._stopping.is_set():
+            await self._pause(self.policy.trim_ms / 1000)
+            if self._stopping.is_set():
+                return
             try:
                 trimmed = await sub.group.trim_consumed(int(time.time() * 1000) - keep_ms)
             except Exception as exc:  # noqa: BLE001 - the next round tries again
@@ -444,6 +450,9 @@ class Worker:
         await self._forget(sub, entry_id)
 
 
+CANCEL_WAIT_SECONDS = 1.0
+
+
 async def _settle(tasks: list[asyncio.Task[Any]], timeout: float) -> None:
     """Wait up to ``timeout`` for ``tasks``, then cancel what is left."""
     tasks = [t for t in tasks if not t.done()]
@@ -454,7 +463,17 @@ async def _settle(tasks: list[asyncio.Task[Any]], timeout: float) -> None:
     for t in tasks:
         if not t.done():
             t.cancel()
-    await asyncio.gather(*tasks, return_exceptions=True)
+    _, left = await asyncio.wait(tasks, timeout=CANCEL_WAIT_SECONDS)
+    for t in left:
+        # The cancellation was lost inside a library call (redis-py can swallow one that
+        # lands inside a command): cancel once more rather than wait for ever in a stop.
+        log.warning("task %s outlived its cancellation; cancelling it again", t.get_name())
+        t.cancel()
+    if left:
+        await asyncio.wait(left, timeout=CANCEL_WAIT_SECONDS)
+    for t in tasks:
+        if t.done() and not t.cancelled():
+            t.exception()  # retrieved: no "exception was never retrieved" at exit
 
 
 __all__ = ["Delivery", "Policy", "Worker", "consumer_name"]

@@ -309,7 +309,7 @@ def test_filters_the_question_never_mentioned_are_dropped_before_the_searcher(ap
     assert [o["arguments"] for o in ran] == asked and ran[0]["message_ids"]
     second = of_kind(stack_model.bodies, ATTEMPT)[-1]
     assert "dropped filters the question never mentioned: senders" in user_text(second)
-    assert result["outcome"] == "answered"
+    assert result["outcome"] == "answered", (result["trace"]["removed_sentences"], user_text(second)[-1500:])
 
 
 def test_single_shot_makes_one_answer_call_and_no_decision(api, stack_model):

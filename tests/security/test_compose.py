@@ -79,4 +79,5 @@ def test_redis_reads_its_acl_file_as_its_own_user_and_never_evicts():
     assert re.search(r"install .*-m 0600 -o redis -g redis /run/pmsearch/users.acl /etc/redis/users.acl", command)
     assert "exec docker-entrypoint.sh redis-server --aclfile /etc/redis/users.acl" in command
     assert "--maxmemory-policy noeviction" in command and "--maxmemory " in command
+    assert "--appendonly yes" in command  # required: queued work and results survive a restart
     assert any(v.endswith("/run/pmsearch/users.acl:ro") for v in SERVICES["redis"]["volumes"])

@@ -168,6 +168,8 @@ def test_the_stack_caps_memory_and_never_evicts(acl_redis):
     config = acl_redis.redis_client().config_get("maxmemory*")
     assert config["maxmemory-policy"] == "noeviction"
     assert int(config["maxmemory"]) > 0
+    # AOF is required: queued entries, groups and results must survive a Redis restart.
+    assert acl_redis.redis_client().config_get("appendonly")["appendonly"] == "yes"
 
 
 def test_a_full_redis_refuses_writes_and_keeps_every_queued_entry(tmp_path):
