@@ -31,10 +31,25 @@ QUESTIONS = [
 ]
 
 
+@dataclass
+class ModelServer:
+    base_url: str
+    pid: int
+
+
+def cpu_seconds(pid: int) -> float:
+    """User plus system CPU time a live process has used (0 once it is gone)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 @contextmanager
-def scripted_model(latency: float, work: Path, search_round: bool = False) -> Iterator[str]:
+def scripted_model(latency: float, work: Path, search_round: bool = False) -> Iterator[ModelServer]:
     """The honest scripted model (bench/_model.py) answering after ``latency`` seconds,
-    with a search round before the answer if ``search_round``; yields its base URL."""
+    with a search round before the answer if ``search_round``."""
     work.mkdir(parents=True, exist_ok=True)
     port_file = work / "model.port"
     port_file.unlink(missing_ok=True)
@@ -50,7 +65,7 @@ def scripted_model(latency: float, work: Path, search_round: bool = False) -> It
             if proc.poll() is not None or time.monotonic() > deadline:
                 raise RuntimeError(f"the scripted model did not start; see {work / 'model.log'}")
             time.sleep(0.1)
-        yield f"http://127.0.0.1:{int(port_file.read_text())}/v1"
+        yield ModelServer(f"http://127.0.0.1:{int(port_file.read_text())}/v1", proc.pid)
     finally:
         proc.terminate()
         try:

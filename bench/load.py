@@ -29,6 +29,7 @@ import argparse
 import asyncio
 import json
 import math
+import os
 import sys
 import tempfile
 import time
@@ -39,7 +40,7 @@ from typing import Any
 
 import httpx
 
-from bench._harness import QUESTIONS, demo_stack, retry_after, scripted_model, sse_events
+from bench._harness import QUESTIONS, cpu_seconds, demo_stack, retry_after, scripted_model, sse_events
 from bench._util import emit_json, format_table, latency_ms, percentile
 
 GOALS = {10: {"overhead_p95_ms": 100}, 50: {"overhead_p95_ms": 250, "first_evidence_p95_ms": 300}}
@@ -60,6 +61,7 @@ class Level:
     outcomes: Counter[str] = field(default_factory=Counter)
     loop_lag: list[float] = field(default_factory=list)
     seconds: float = 0.0
+    cpu_ms_per_run: dict[str, float] = field(default_factory=dict)  # by process
 
 
 async def one_run(http: httpx.AsyncClient, key: str, question: str, streamed: bool, latency: float, lv: Level) -> bool:
@@ -125,7 +127,9 @@ async def _lag(lv: Level, stop: asyncio.Event) -> None:
 
 async def level(url: str, key: str, clients: int, runs_each: int, latency: float, streamed_only: bool = False) -> Level:
     lv = Level(clients)
-    limits = httpx.Limits(max_connections=clients + 10, max_keepalive_connections=clients + 10)
+    # Idle connections are dropped before uvicorn's 5 s keep-alive ends them, or a request
+    # sent on one as the server closes it fails (a client race, not the service's).
+    limits = httpx.Limits(max_connections=clients + 10, max_keepalive_connections=clients + 10, keepalive_expiry=2.0)
     stop = asyncio.Event()
     async with httpx.AsyncClient(base_url=url, timeout=httpx.Timeout(180, connect=30), limits=limits) as http:
 
@@ -142,6 +146,19 @@ async def level(url: str, key: str, clients: int, runs_each: int, latency: float
         lv.seconds = time.perf_counter() - started
         stop.set()
         await lagger
+    return lv
+
+
+def measured(pids: dict[str, int], work: Any) -> Level:
+    """Run ``work`` (a coroutine giving a level's figures) and record each process's CPU per run:
+    where the time of a saturated stack goes."""
+    before = {name: cpu_seconds(pid) for name, pid in pids.items()}
+    own = os.times()
+    lv = asyncio.run(work)
+    after = os.times()
+    runs = max(len(lv.walls), 1)
+    lv.cpu_ms_per_run = {n: round((cpu_seconds(p) - before[n]) * 1000 / runs, 1) for n, p in pids.items()}
+    lv.cpu_ms_per_run["client"] = round((after.user + after.system - own.user - own.system) * 1000 / runs, 1)
     return lv
 
 
@@ -172,6 +189,7 @@ def summary(lv: Level) -> dict[str, Any]:
         "overhead": latency_ms(lv.overheads), "wall": latency_ms(lv.walls),
         "first_evidence": latency_ms(lv.first_evidence), "outcomes": dict(lv.outcomes),
         "client_loop_lag_p95_ms": round(percentile([x * 1000 for x in lv.loop_lag], 95), 1),
+        "cpu_ms_per_run": lv.cpu_ms_per_run,
     }
 
 
@@ -193,11 +211,13 @@ def main() -> None:
     results: dict[int, Level] = {}
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
-        with scripted_model(args.latency, work / "model") as model_url, demo_stack(work, model_url, env, tenant) as (stack, key):
-            asyncio.run(level(stack.gateway_url, key, 2, 2, args.latency))  # warm every stage up
-            baseline = asyncio.run(level(stack.gateway_url, key, 1, BASELINE_RUNS, args.latency, streamed_only=True))
+        with scripted_model(args.latency, work / "model") as model, demo_stack(work, model.base_url, env, tenant) as (stack, key):
+            pids = {name: p.pid for name, p in stack.procs.items()} | {"model": model.pid}
+            url = stack.gateway_url
+            asyncio.run(level(url, key, 2, 2, args.latency))  # warm every stage up
+            baseline = measured(pids, level(url, key, 1, BASELINE_RUNS, args.latency, streamed_only=True))
             for n in levels:
-                results[n] = asyncio.run(level(stack.gateway_url, key, n, max(2, math.ceil(args.min_runs / n)), args.latency))
+                results[n] = measured(pids, level(url, key, n, max(2, math.ceil(args.min_runs / n)), args.latency))
 
     print(f"scripted model: {args.latency:g} s per call; overhead = wall - calls x latency; R-A = with Retry-After")
     print(format_table([row(baseline, "1 (baseline)")] + [row(results[n], str(n)) for n in levels]))
@@ -208,6 +228,9 @@ def main() -> None:
                    "first_evidence_p95_ms": latency_ms(results[n].first_evidence)["p95_ms"]}
             goals[str(n)] = {k: {"goal": v, "measured": got[k], "met": got[k] <= v} for k, v in wanted.items()}
     no_5xx = all(lv.errors_5xx == 0 for lv in results.values())
+    cpu = [{"clients": label, **lv.cpu_ms_per_run} for label, lv in [("1", baseline), *((str(n), results[n]) for n in levels)]]
+    print("\nCPU ms per finished run, by process (2 cores: 1000 ms of CPU a second each):")
+    print(format_table(cpu))
     print(f"goals: {json.dumps(goals)}; no 5xx: {no_5xx}")
     emit_json({
         "bench": "load", "model_latency_s": args.latency, "model_concurrency": args.model_concurrency,

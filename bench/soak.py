@@ -234,7 +234,7 @@ def main() -> None:
             "PM_MODEL_TIMEOUT_SECONDS": "10",
         }
         tenant = {"search.agentic_daily_cap": 1_000_000, "search.agentic_max_seconds": args.budget, "search.agentic_max_steps": 6}
-        with scripted_model(args.latency, work / "model", search_round=True) as model_url, demo_stack(work, model_url, env, tenant) as (stack, key):
+        with scripted_model(args.latency, work / "model", search_round=True) as model, demo_stack(work, model.base_url, env, tenant) as (stack, key):
             chaos = Chaos(stack, every, args.seed, args.max_kills)
             started = time.monotonic()
             chaos.start()
