@@ -22,7 +22,7 @@ from cli.stack import ROOT, Stack
 from shared.llm.local_server import DEFAULT_MODEL
 from tests.fixtures.stack import DEMO
 
-pytestmark = pytest.mark.real_model
+pytestmark = [pytest.mark.real_model, pytest.mark.timeout(3600)]
 
 # A regression guard, not a quality measure: questions the embedded model answers right,
 # citing only supporting messages (or rightly refuses), on the last full evaluation, so a
