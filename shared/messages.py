@@ -104,6 +104,13 @@ class EvidenceSummary(Contract):
     subject: str
     snippet: str
 
+    @classmethod
+    def of(cls, message: EvidenceMessage, snippet: str) -> EvidenceSummary:
+        return cls(
+            message_id=message.message_id, thread_id=message.thread_id, sender=message.sender,
+            date=message.date, subject=message.subject, snippet=snippet,
+        )
+
 
 # ---------------------------------------------------------------- tools
 #

@@ -171,14 +171,7 @@ class Searcher:
             if not await self.redis.hsetnx(key, message_id, msg.model_dump_json()):
                 continue
             metrics.EVIDENCE_STORED.inc()
-            summary = EvidenceSummary(
-                message_id=msg.message_id,
-                thread_id=msg.thread_id,
-                sender=msg.sender,
-                date=msg.date,
-                subject=msg.subject,
-                snippet=msg.snippet,
-            )
+            summary = EvidenceSummary.of(msg, msg.snippet)
             event = ProgressEvent(event="evidence", payload={"step": step, "message": summary.model_dump(mode="json")})
             await self.redis.xadd(progress, encode(event), maxlen=10_000, approximate=True)
         ttl = streams.work_ttl(deadline)

@@ -304,14 +304,7 @@ def summaries(
     )
     ordered = [evidence[k] for k in cited_first if k in evidence] + rest
     return [
-        EvidenceSummary(
-            message_id=m.message_id,
-            thread_id=m.thread_id,
-            sender=m.sender,
-            date=m.date,
-            subject=m.subject,
-            snippet=m.snippet or " ".join(m.body.split())[:SNIPPET_CHARS],
-        )
+        EvidenceSummary.of(m, m.snippet or " ".join(m.body.split())[:SNIPPET_CHARS])
         for m in ordered
     ]
 
