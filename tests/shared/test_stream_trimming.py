@@ -95,18 +95,24 @@ async def test_a_forgotten_entry_is_gone_once_handled_and_its_dead_letter_keeps_
     assert (await client.xpending(stream, GROUP))["pending"] == 0
 
 
+def _past_every_entry() -> int:
+    # An entry id is its millisecond: a cut at "now" can fall in the same millisecond
+    # as the entries and keep them. A second later is past every one of them.
+    return int(time.time() * 1000) + 1000
+
+
 async def test_trimming_counts_every_group_and_keeps_what_none_has_consumed(client, stream):
     for n in range(4):
         await publish(client, stream, Job(n=n))
     group = ConsumerGroup(client, stream, GROUP, "c1")
-    assert await group.trim_consumed(int(time.time() * 1000)) == 0  # no group yet: nothing consumed
+    assert await group.trim_consumed(_past_every_entry()) == 0  # no group yet: nothing consumed
     await group.ensure()
-    assert await group.trim_consumed(int(time.time() * 1000)) == 0  # nothing read yet
+    assert await group.trim_consumed(_past_every_entry()) == 0  # nothing read yet
     (a, _), (b, _) = await group.read(2, 10)
     await group.ack(a)
-    assert await group.trim_consumed(int(time.time() * 1000)) == 1  # a; b is pending
+    assert await group.trim_consumed(_past_every_entry()) == 1  # a; b is pending
     await group.ack(b)
-    assert await group.trim_consumed(int(time.time() * 1000)) == 1  # b; two are unread
+    assert await group.trim_consumed(_past_every_entry()) == 1  # b; two are unread
     assert await client.xlen(stream) == 2
 
 
