@@ -110,7 +110,9 @@ def scripted(latency: float, levels: list[int], work: Path) -> dict[str, Any]:
                 baseline = []
                 for _ in range(30):
                     t = time.perf_counter()
-                    http.post("/v1/search", json={"query": QUESTION, "mode": "hybrid"}, headers={"Authorization": f"Bearer {key}"}).raise_for_status()
+                    http.post(
+                        "/v1/search", json={"query": QUESTION, "mode": "hybrid"}, headers={"Authorization": f"Bearer {key}"}
+                    ).raise_for_status()
                     baseline.append(time.perf_counter() - t)
             asyncio.run(level(stack.gateway_url, key, 1, 3))  # warm up every stage
             out: dict[str, Any] = {"model_latency_s": latency, "baseline_hybrid": latency_ms(baseline[5:]), "levels": {}}

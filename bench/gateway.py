@@ -61,7 +61,7 @@ def measure(n_messages: int, queries: int, workdir: Path) -> dict[str, Any]:
     repo = ScopedMailRepository(index, embedder)
     out: dict[str, Any] = {"n_messages": n_messages, "searcher": {}, "gateway": {}}
     for mode in MODES:
-        out["searcher"][mode] = latency_ms(_timed(lambda t: repo.search(scope, t, mode, None, 10), texts))
+        out["searcher"][mode] = latency_ms(_timed(lambda t, mode=mode: repo.search(scope, t, mode, None, 10), texts))
     index.close()  # one process owns an Edge folder: hand it to the searcher worker
 
     try:

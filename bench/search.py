@@ -18,7 +18,7 @@ import random
 import tempfile
 import time
 from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Literal
@@ -165,7 +165,7 @@ def synth_mailbox(n_messages: int, seed: int = 1) -> tuple[list[Chunk], int]:
     templates, vectors, _ = _pool()
     rng = random.Random(seed)
     noise = np.random.default_rng(seed)
-    start = datetime(2023, 1, 1, tzinfo=timezone.utc)
+    start = datetime(2023, 1, 1, tzinfo=UTC)
     chunks, reused = [], 0
     for i in range(n_messages):
         k = i % POOL

@@ -52,8 +52,9 @@ from bench._util import emit_json, format_table, latency_ms
 from cli.stack import Stack
 from cli.supervisor import Supervisor
 from shared import streams
-from shared.bus import DATA_FIELD, decode
-from shared.messages import ProgressEvent, RunResult
+from shared.bus import DATA_FIELD
+from shared.messages import RunResult
+from shared.runstore import RunReader
 
 VICTIMS = ("planner", "searcher", "answerer", "verifier", "gateway")
 
@@ -131,10 +132,6 @@ async def drive(stack: Stack, key: str, runs: int, rate: float, concurrency: int
     return clients
 
 
-def _text(value: bytes | str) -> str:
-    return value.decode() if isinstance(value, bytes) else value
-
-
 def _run_finished(admin: Any) -> tuple[Counter[str], dict[str, set[str]]]:
     """``RunFinished`` notices per run on ``pm:results``, where the stack still has that
     stream (read as plain JSON: the contract may be gone with the stream)."""
@@ -153,23 +150,16 @@ def audit_store(stack: Stack, settle_seconds: float) -> dict[str, dict[str, Any]
     ``done`` entries; waits up to ``settle_seconds`` for runs still open to end."""
     admin = stack.redis_client()
     try:
-        run_ids = sorted(
-            _text(k).split("{", 1)[1].split("}", 1)[0] for k in admin.scan_iter(match="pm:run:*:meta", count=1000)
-        )
+        reader = RunReader(admin)
+        run_ids = reader.run_ids()
         deadline = time.monotonic() + settle_seconds
-        while time.monotonic() < deadline and not all(admin.exists(streams.final_key(r)) for r in run_ids):
+        while time.monotonic() < deadline and not all(reader.finished(r) for r in run_ids):
             time.sleep(0.5)
         finishes, finished_results = _run_finished(admin)
         out: dict[str, dict[str, Any]] = {}
         for run_id in run_ids:
-            raw = admin.get(streams.final_key(run_id))
-            dones = 0
-            for _, fields in admin.xrange(streams.progress_key(run_id)):
-                try:
-                    dones += decode(fields, ProgressEvent).event == "done"
-                except ValueError:
-                    pass
-            result = RunResult.model_validate_json(raw) if raw else None
+            dones = sum(getattr(e, "event", None) == "done" for e in reader.progress(run_id))
+            result = reader.result(run_id)
             out[run_id] = {
                 "result": result,
                 "finished": finishes[run_id],
@@ -234,7 +224,10 @@ def main() -> None:
             "PM_MODEL_TIMEOUT_SECONDS": "10",
         }
         tenant = {"search.agentic_daily_cap": 1_000_000, "search.agentic_max_seconds": args.budget, "search.agentic_max_steps": 6}
-        with scripted_model(args.latency, work / "model", search_round=True) as model, demo_stack(work, model.base_url, env, tenant) as (stack, key):
+        with (
+            scripted_model(args.latency, work / "model", search_round=True) as model,
+            demo_stack(work, model.base_url, env, tenant) as (stack, key),
+        ):
             chaos = Chaos(stack, every, args.seed, args.max_kills)
             started = time.monotonic()
             chaos.start()

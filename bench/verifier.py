@@ -21,10 +21,10 @@ import statistics
 import sys
 import time
 from collections.abc import Callable
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
-from shared.messages import Draft, EvidenceMessage, VerificationRequested
 from services.verifier.service import decide, verify
+from shared.messages import Draft, EvidenceMessage, VerificationRequested
 
 N_MESSAGES = 20
 BODY_BYTES = 2048
@@ -72,7 +72,7 @@ def _body(rng: random.Random) -> str:
 def build(seed: int = 7) -> tuple[Draft, dict[str, EvidenceMessage]]:
     rng = random.Random(seed)
     evidence: dict[str, EvidenceMessage] = {}
-    start = datetime(2025, 11, 1, tzinfo=timezone.utc)
+    start = datetime(2025, 11, 1, tzinfo=UTC)
     for i in range(N_MESSAGES):
         message_id = f"m{rng.getrandbits(48):012x}"
         evidence[message_id] = EvidenceMessage(

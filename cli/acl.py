@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import hashlib
-import secrets
 import re
+import secrets
 from pathlib import Path
 
 TEMPLATE = Path(__file__).resolve().parent.parent / "deploy" / "redis" / "users.acl.in"

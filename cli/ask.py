@@ -5,9 +5,10 @@ from __future__ import annotations
 import json
 
 import httpx
-from httpx_sse import connect_sse
+from httpx_sse import SSEError, connect_sse
 from rich.console import Console
 
+from cli.client import not_pmsearch, refused, unreachable
 from cli.untrusted import line
 from shared.messages import REASONS
 
@@ -71,24 +72,32 @@ def render_result(console: Console, result: dict) -> None:
     )
 
 
-def ask(console: Console, gateway_url: str, api_key: str, question: str) -> dict | None:
-    """Stream a run; returns the finished run, or None if the stream ended early."""
-    with httpx.Client(timeout=httpx.Timeout(10, read=120)) as client:
-        with connect_sse(
-            client,
-            "POST",
-            f"{gateway_url}/v1/search",
-            json={"query": question, "mode": "agentic"},
-            headers={"Authorization": f"Bearer {api_key}"},
-        ) as source:
-            resp = source.response
-            if resp.status_code >= 400:
-                resp.read()
-                body = resp.json()
-                raise RuntimeError(f"{resp.status_code} {body.get('title')}: {body.get('detail')}")
-            for sse in source.iter_sse():
-                data = json.loads(sse.data) if sse.data else {}
-                render_event(console, sse.event, data)
-                if sse.event == "done":
-                    return data
+def ask(console: Console | None, gateway_url: str, api_key: str, question: str) -> dict | None:
+    """Stream a run, rendered on ``console`` (None: quietly); returns the finished run,
+    or None if the stream ended early. A refusal, or a server that is not a pmsearch
+    gateway, ends the command with one line (:mod:`cli.client`)."""
+    try:
+        with httpx.Client(timeout=httpx.Timeout(10, read=120)) as client:
+            with connect_sse(
+                client,
+                "POST",
+                f"{gateway_url}/v1/search",
+                json={"query": question, "mode": "agentic"},
+                headers={"Authorization": f"Bearer {api_key}"},
+            ) as source:
+                resp = source.response
+                if resp.status_code >= 400:
+                    resp.read()
+                    refused(resp)
+                try:
+                    for sse in source.iter_sse():
+                        data = json.loads(sse.data) if sse.data else {}
+                        if console is not None:
+                            render_event(console, sse.event, data)
+                        if sse.event == "done":
+                            return data
+                except (SSEError, ValueError):  # not an event stream, or not JSON in it
+                    not_pmsearch(resp)
+    except (httpx.HTTPError, httpx.InvalidURL) as exc:
+        unreachable(gateway_url, exc)
     return None

@@ -10,78 +10,33 @@ import json
 import signal
 import sys
 import time
+from datetime import UTC
 from itertools import groupby
 from pathlib import Path
-from typing import Optional
+from typing import Literal
 
-import httpx
 import typer
-from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
+from cli.client import EXIT_CODES, Admin, Gateway, _admin_token, _api_key, err, fail, out  # noqa: F401 (re-exported)
+from cli.runs import runs_app
 from cli.untrusted import line, snippet
 from shared.settings import CliSettings, cli_settings
 
-app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__)
+app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__, epilog=EXIT_CODES)
 keys_app = typer.Typer(no_args_is_help=True, help="Manage API keys.")
 tenants_app = typer.Typer(no_args_is_help=True, help="Manage tenant settings.")
 app.add_typer(keys_app, name="keys")
 app.add_typer(tenants_app, name="tenants")
-out = Console()
-err = Console(stderr=True, soft_wrap=True)  # one line per message, whatever the width
+app.add_typer(runs_app, name="runs")
 
 BATCH = 50
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+URL_HELP = "Gateway URL (default PM_GATEWAY_URL)"
+SearchMode = Literal["keyword", "semantic", "hybrid"]
 
 
-def fail(message: str, code: int = 1) -> None:
-    # The message may quote the server or mail (a problem's detail): text, not markup.
-    err.print(line(("error:", "red"), " ", message), highlight=False)
-    raise typer.Exit(code)
-
-
-def _admin_token(settings: CliSettings) -> str:
-    if settings.admin_token:
-        return settings.admin_token.get_secret_value()
-    secrets_file = settings.var_dir / "secrets.json"
-    if secrets_file.exists():
-        return json.loads(secrets_file.read_text())["admin_token"]
-    fail("no admin token: set PM_ADMIN_TOKEN or run from the folder where `pmsearch up` ran")
-    raise AssertionError
-
-
-def _api_key(settings: CliSettings, key: str | None) -> str:
-    api_key = key or (settings.api_key.get_secret_value() if settings.api_key else None)
-    if not api_key:
-        fail("no API key: pass --key or set PM_API_KEY")
-    return api_key  # type: ignore[return-value]
-
-
-class Admin:
-    """A small admin-API client that turns problem+json into one readable line."""
-
-    def __init__(self, settings: CliSettings, url: str | None = None) -> None:
-        self.client = httpx.Client(
-            base_url=url or settings.gateway_url,
-            headers={"Authorization": f"Bearer {_admin_token(settings)}"},
-            timeout=600,
-        )
-
-    def call(self, method: str, path: str, **kwargs) -> dict:
-        try:
-            resp = self.client.request(method, path, **kwargs)
-        except httpx.HTTPError as exc:
-            fail(f"cannot reach the gateway at {self.client.base_url}: {exc}")
-        if resp.status_code >= 400:
-            try:
-                body = resp.json()
-                fail(f"{resp.status_code} {body.get('title', '')}: {body.get('detail', resp.text)}")
-            except ValueError:
-                fail(f"{resp.status_code}: {resp.text[:200]}")
-        return resp.json()
-
-
-def ingest_path(admin: Admin, path: Path, tenant: str, mailbox: str, folder: Optional[str], quiet: bool = False) -> dict:
+def ingest_path(admin: Admin, path: Path, tenant: str, mailbox: str, folder: str | None, quiet: bool = False) -> dict:
     """Send every message under ``path`` to the admin API in batches of bounded count and
     size; report failures and what an ingest limit cut, one line each."""
     from services.searcher.errors import UnreadableSource
@@ -112,6 +67,7 @@ def ingest_path(admin: Admin, path: Path, tenant: str, mailbox: str, folder: Opt
                 result = admin.call(
                     "POST",
                     "/v1/admin/ingest",
+                    expect="indexed",
                     json={
                         "tenant_id": tenant,
                         "mailbox": mailbox,
@@ -138,10 +94,10 @@ def ingest_path(admin: Admin, path: Path, tenant: str, mailbox: str, folder: Opt
 @app.command()
 def ingest(
     path: Path = typer.Argument(..., help=".eml file, mbox, Maildir folder or folder of .eml files"),
-    tenant: str = typer.Option(..., "--tenant", "-t"),
-    mailbox: str = typer.Option(..., "--mailbox", "-m"),
-    folder: Optional[str] = typer.Option(None, help="Folder for every message (default: from the source)"),
-    url: Optional[str] = typer.Option(None, help="Gateway URL (default PM_GATEWAY_URL)"),
+    tenant: str = typer.Option(..., "--tenant", "-t", help="The tenant to import into"),
+    mailbox: str = typer.Option(..., "--mailbox", "-m", help="The tenant's mailbox the mail belongs to"),
+    folder: str | None = typer.Option(None, help="Folder for every message (default: from the source)"),
+    url: str | None = typer.Option(None, help=URL_HELP),
 ) -> None:
     """Import mail into a tenant's mailbox. Idempotent by Message-ID."""
     settings = cli_settings()
@@ -153,31 +109,33 @@ def ingest(
 
 @keys_app.command("create")
 def keys_create(
-    tenant: str = typer.Option(..., "--tenant", "-t"),
-    principal: str = typer.Option(..., "--principal", "-p"),
+    tenant: str = typer.Option(..., "--tenant", "-t", help="The key's tenant"),
+    principal: str = typer.Option(..., "--principal", "-p", help="Who uses the key (a person or an agent)"),
     mailbox: list[str] = typer.Option(..., "--mailbox", "-m", help="Repeat for each mailbox in scope"),
-    permission: list[str] = typer.Option(["search", "search:agentic"], "--permission"),
-    expires_in_days: Optional[float] = typer.Option(None, min=0, help="The key stops working after this many days"),
-    url: Optional[str] = typer.Option(None),
+    permission: list[str] = typer.Option(
+        ["search", "search:agentic"], "--permission", help="Repeat for each permission: search, search:agentic"
+    ),
+    expires_in_days: float | None = typer.Option(None, min=0, help="The key stops working after this many days"),
+    url: str | None = typer.Option(None, help=URL_HELP),
 ) -> None:
     """Create an API key; it is printed once and stored only as a hash."""
-    from datetime import datetime, timedelta, timezone
+    from datetime import datetime, timedelta
 
     body = {"tenant_id": tenant, "principal": principal, "mailboxes": mailbox, "permissions": permission}
     if expires_in_days is not None:
-        body["expires_at"] = (datetime.now(timezone.utc) + timedelta(days=expires_in_days)).isoformat()
-    created = Admin(cli_settings(), url).call("POST", "/v1/admin/keys", json=body)
+        body["expires_at"] = (datetime.now(UTC) + timedelta(days=expires_in_days)).isoformat()
+    created = Admin(cli_settings(), url).call("POST", "/v1/admin/keys", expect="key", json=body)
     out.print(created["key"], markup=False, highlight=False, soft_wrap=True)
 
 
 @keys_app.command("list")
 def keys_list(
-    tenant: Optional[str] = typer.Option(None, "--tenant", "-t", help="Only this tenant's keys"),
-    url: Optional[str] = typer.Option(None),
+    tenant: str | None = typer.Option(None, "--tenant", "-t", help="Only this tenant's keys"),
+    url: str | None = typer.Option(None, help=URL_HELP),
 ) -> None:
     """List API keys: id, status, tenant, principal, permissions, mailboxes, expiry. Never the keys."""
     params = {"tenant_id": tenant} if tenant else None
-    keys = Admin(cli_settings(), url).call("GET", "/v1/admin/keys", params=params)["keys"]
+    keys = Admin(cli_settings(), url).call("GET", "/v1/admin/keys", expect="keys", params=params)["keys"]
     for k in keys:
         fields = (
             k["key_id"], k["status"], k["tenant_id"], k["principal"], ",".join(k["permissions"]),
@@ -191,20 +149,20 @@ def keys_list(
 @keys_app.command("revoke")
 def keys_revoke(
     key_id: str = typer.Argument(..., help="The key's id, as `pmsearch keys list` shows it"),
-    url: Optional[str] = typer.Option(None),
+    url: str | None = typer.Option(None, help=URL_HELP),
 ) -> None:
     """Revoke an API key; it gets 401 from then on."""
-    revoked = Admin(cli_settings(), url).call("DELETE", f"/v1/admin/keys/{key_id}")
+    revoked = Admin(cli_settings(), url).call("DELETE", f"/v1/admin/keys/{key_id}", expect="key_id")
     out.print(line(f"revoked {revoked['key_id']} ({revoked['tenant_id']}/{revoked['principal']})"), highlight=False, soft_wrap=True)
 
 
 @tenants_app.command("set")
 def tenants_set(
-    tenant: str,
-    daily_cap: Optional[int] = typer.Option(None),
-    max_steps: Optional[int] = typer.Option(None),
-    max_seconds: Optional[float] = typer.Option(None),
-    url: Optional[str] = typer.Option(None),
+    tenant: str = typer.Argument(..., help="The tenant's id"),
+    daily_cap: int | None = typer.Option(None, help="Agentic searches a day (search.agentic_daily_cap)"),
+    max_steps: int | None = typer.Option(None, help="Steps a run may take (search.agentic_max_steps)"),
+    max_seconds: float | None = typer.Option(None, help="Seconds a run may take (search.agentic_max_seconds)"),
+    url: str | None = typer.Option(None, help=URL_HELP),
 ) -> None:
     """Change a tenant's agentic budgets or daily cap."""
     patch = {
@@ -221,47 +179,52 @@ def tenants_set(
 
 @app.command()
 def search(
-    query: str,
-    mode: str = typer.Option("hybrid", help="keyword, semantic or hybrid"),
-    limit: int = typer.Option(10),
-    key: Optional[str] = typer.Option(None, help="API key (default PM_API_KEY)"),
-    url: Optional[str] = typer.Option(None),
+    query: str = typer.Argument(..., help="Words, a phrase or an identifier to look for"),
+    mode: SearchMode = typer.Option("hybrid", help="How to match: keyword, semantic or hybrid"),
+    limit: int = typer.Option(10, min=1, max=100, help="At most this many hits"),
+    key: str | None = typer.Option(None, help="API key (default PM_API_KEY)"),
+    url: str | None = typer.Option(None, help=URL_HELP),
 ) -> None:
     """Search with an API key and print the hits."""
     settings = cli_settings()
-    api_key = _api_key(settings, key)
-    resp = httpx.post(
-        f"{url or settings.gateway_url}/v1/search",
-        json={"query": query, "mode": mode, "limit": limit},
-        headers={"Authorization": f"Bearer {api_key}"},
-        timeout=30,
-    )
-    if resp.status_code >= 400:
-        body = resp.json()
-        fail(f"{resp.status_code} {body.get('title')}: {body.get('detail')}")
-    for hit in resp.json()["hits"]:
+    gateway = Gateway(url or settings.gateway_url, _api_key(settings, key), timeout=30)
+    found = gateway.call("POST", "/v1/search", expect="hits", json={"query": query, "mode": mode, "limit": limit})
+    for hit in found["hits"]:
         # Subjects, senders and snippets are the mail's own text: never markup.
-        out.print(line((hit["subject"], "bold"), f"  {hit['sender']}  {hit['date'] or ''}  ", (hit["message_id"], "dim")), highlight=False)
+        when = hit["date"] or ""
+        heading = line((hit["subject"], "bold"), f"  {hit['sender']}  {when}  ", (hit["message_id"], "dim"))
+        out.print(heading, highlight=False)
         out.print(line("   ", snippet(hit["snippet"])), highlight=False)
 
 
 @app.command()
 def ask(
-    question: str,
-    key: Optional[str] = typer.Option(None, help="API key (default PM_API_KEY)"),
-    url: Optional[str] = typer.Option(None),
+    question: str = typer.Argument(..., help="A question about the mail in the key's scope"),
+    as_json: bool = typer.Option(False, "--json", help="Print only the finished run (the verified result) as JSON"),
+    key: str | None = typer.Option(None, help="API key (default PM_API_KEY)"),
+    url: str | None = typer.Option(None, help=URL_HELP),
 ) -> None:
     """Ask a question of the mail; steps, evidence and the verified answer stream live."""
     from cli.ask import ask as run_ask
 
     settings = cli_settings()
     api_key = _api_key(settings, key)
-    try:
-        result = run_ask(out, url or settings.gateway_url, api_key, question)
-    except (RuntimeError, httpx.HTTPError) as exc:
-        fail(str(exc))
+    result = run_ask(None if as_json else out, url or settings.gateway_url, api_key, question)
     if result is None:
         fail("the run's event stream ended before it finished")
+    if as_json:
+        sys.stdout.write(json.dumps(result, ensure_ascii=False, indent=2) + "\n")
+
+@app.command()
+def mcp(
+    key: str | None = typer.Option(None, help="API key (default PM_API_KEY)"),
+    url: str | None = typer.Option(None, help="Gateway URL (default PM_GATEWAY_URL)"),
+) -> None:
+    """Serve MCP over stdio for an agent, relayed to the gateway's /mcp with this key."""
+    from cli.mcp import serve
+
+    settings = cli_settings()
+    serve(url or settings.gateway_url, _api_key(settings, key))
 
 
 @app.command()
@@ -286,7 +249,7 @@ def acl(
 @app.command()
 def verify(
     run_or_draft: str = typer.Argument(..., help="A run id (stored result), or a draft JSON file"),
-    evidence: Optional[Path] = typer.Option(None, help="Evidence JSON file (a list of messages) for a draft file"),
+    evidence: Path | None = typer.Option(None, help="Evidence JSON file (a list of messages) for a draft file"),
 ) -> None:
     """Re-verify a stored run or a draft against its evidence; print the verdict as JSON."""
     from services.verifier.audit import verify_command
@@ -373,19 +336,19 @@ def up(
 @app.command("eval")
 def eval_(
     set_path: Path = typer.Option(Path("evals/demo.yaml"), "--set", help="The labelled question set (YAML)"),
-    gateway: Optional[str] = typer.Option(None, help="Gateway URL (default PM_GATEWAY_URL)"),
-    keys: Optional[Path] = typer.Option(None, help="Demo keys file, label -> key (default <var>/demo-keys.json)"),
-    only: Optional[str] = typer.Option(None, help="Only these question ids, comma-separated"),
-    kinds: Optional[str] = typer.Option(None, help="Only these kinds, comma-separated"),
-    limit: Optional[int] = typer.Option(None, min=1, help="At most this many questions"),
+    gateway: str | None = typer.Option(None, help="Gateway URL (default PM_GATEWAY_URL)"),
+    keys: Path | None = typer.Option(None, help="Demo keys file, label -> key (default <var>/demo-keys.json)"),
+    only: str | None = typer.Option(None, help="Only these question ids, comma-separated"),
+    kinds: str | None = typer.Option(None, help="Only these kinds, comma-separated"),
+    limit: int | None = typer.Option(None, min=1, help="At most this many questions"),
     baseline: bool = typer.Option(False, "--baseline", help="Also run every question with the single-shot strategy"),
-    out_dir: Optional[Path] = typer.Option(None, "--out", help="Reports go to <out>/<timestamp>/ (default <var>/eval)"),
+    out_dir: Path | None = typer.Option(None, "--out", help="Reports go to <out>/<timestamp>/ (default <var>/eval)"),
     timeout: float = typer.Option(300.0, help="Seconds allowed per question"),
     concurrency: int = typer.Option(1, min=1, help="Questions in flight (the embedded model is serial)"),
     start: bool = typer.Option(False, "--start", help="Start the local stack as `pmsearch up` does and load the demo"),
-    min_precision: Optional[float] = typer.Option(None, help="Gate: exit 1 if citation precision is lower"),
-    max_wrongly_answered: Optional[int] = typer.Option(None, help="Gate: exit 1 if more questions are wrongly answered"),
-    min_answered_right: Optional[float] = typer.Option(None, help="Gate: exit 1 if the answered-right share is lower"),
+    min_precision: float | None = typer.Option(None, help="Gate: exit 1 if citation precision is lower"),
+    max_wrongly_answered: int | None = typer.Option(None, help="Gate: exit 1 if more questions are wrongly answered"),
+    min_answered_right: float | None = typer.Option(None, help="Gate: exit 1 if the answered-right share is lower"),
 ) -> None:
     """Measure answer quality on a labelled question set; the last line of stdout is JSON."""
     from cli.evaluation.command import EvalOptions, run_eval, split_csv

@@ -27,6 +27,10 @@ from cli.acl import USERS, render
 from cli.private import write_private
 
 ROOT = Path(__file__).resolve().parent.parent
+# How the operator wants the processes' logs (JSON lines, or text to read by eye).
+LOG_SETTINGS = ("PM_LOG_FORMAT", "PM_LOG_LEVEL")
+# Passed to every service from the shell: how long finished runs stay readable.
+RUN_SETTINGS = ("PM_RUN_RETENTION_DAYS",)
 WORKERS = {
     "searcher": "services.searcher.worker",
     "planner": "services.planner.worker",
@@ -48,7 +52,7 @@ class Secrets:
     admin_token: str
 
     @classmethod
-    def load_or_create(cls, path: Path) -> "Secrets":
+    def load_or_create(cls, path: Path) -> Secrets:
         if path.exists():
             return cls(**json.loads(path.read_text()))
         made = cls(
@@ -73,6 +77,8 @@ class Stack:
     procs: dict[str, subprocess.Popen] = field(default_factory=dict)
     # How to start each process again (the supervisor of `pmsearch up` restarts the dead).
     launchers: dict[str, Callable[[], subprocess.Popen]] = field(default_factory=dict)
+    # Each worker's operator port (/metrics, /healthz, /readyz), kept across restarts.
+    metrics_ports: dict[str, int] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.var_dir = Path(self.var_dir).resolve()
@@ -97,7 +103,7 @@ class Stack:
 
     def env_for(self, user: str) -> dict[str, str]:
         """The environment of one service: its own Redis user and only its secrets."""
-        env = {k: v for k, v in os.environ.items() if not k.startswith("PM_")}
+        env = {k: v for k, v in os.environ.items() if not k.startswith("PM_") or k in LOG_SETTINGS + RUN_SETTINGS}
         env.update(
             PM_REDIS_URL=self.redis_url,
             PM_REDIS_USERNAME=user,
@@ -148,11 +154,36 @@ class Stack:
         self._wait(lambda: self.redis_client().ping(), "redis", 20)
 
     def start_worker(self, name: str) -> None:
-        self._spawn(name, [sys.executable, "-m", WORKERS[name]], self.env_for(name))
+        port = self.metrics_ports.setdefault(name, free_port())
+        env = self.env_for(name) | {"PM_METRICS_PORT": str(port)}
+        self._spawn(name, [sys.executable, "-m", WORKERS[name]], env)
+        self.write_scrape_targets()
+
+    @property
+    def scrape_targets_path(self) -> Path:
+        return self.var_dir / "prometheus" / "targets.json"
+
+    def scrape_targets(self) -> list[dict]:
+        """Prometheus file-based service discovery: one group per process, its stage as
+        ``job`` (as the compose configuration names them)."""
+        ports = dict(self.metrics_ports)
+        if "gateway" in self.procs:
+            ports["gateway"] = self.gateway_port
+        return [{"targets": [f"127.0.0.1:{port}"], "labels": {"job": name}} for name, port in ports.items()]
+
+    def write_scrape_targets(self) -> None:
+        """Write :meth:`scrape_targets` whole (renamed into place: Prometheus re-reads the
+        file whenever it changes and must never see half of it)."""
+        path = self.scrape_targets_path
+        path.parent.mkdir(parents=True, exist_ok=True)
+        partial_path = path.with_suffix(".json.tmp")
+        partial_path.write_text(json.dumps(self.scrape_targets(), indent=2))
+        os.replace(partial_path, path)
 
     def start_gateway(self) -> None:
         self._spawn("gateway", [sys.executable, "-m", "services.gateway.app"], self.env_for("gateway"))
         self._wait(lambda: httpx.get(f"{self.gateway_url}/healthz", timeout=2).raise_for_status(), "gateway", 60)
+        self.write_scrape_targets()
 
     def start_local_model(self) -> None:
         from shared.llm.local_server import DEFAULT_MODEL, MODEL_ALIAS, server_command, start_local_model
@@ -169,7 +200,7 @@ class Stack:
             PM_MODEL_TIMEOUT_SECONDS="90",
         )
 
-    def start(self) -> "Stack":
+    def start(self) -> Stack:
         if self.local_model:
             self.start_local_model()
         self.start_redis()

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import html
 import re
-from typing import Union
 
 from rich.text import Text
 
@@ -21,7 +20,7 @@ from rich.text import Text
 _CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 _MARK = re.compile(r"(</?mark>)")
 
-Part = Union[str, tuple[str, str], Text]
+Part = str | tuple[str, str] | Text
 
 
 def clean(value: object) -> str:

@@ -1,12 +1,12 @@
 """Calibrate the verifier's ``unsupported_claim`` threshold on an evaluation run.
 
-For every draft sentence of the runs in a ``pmsearch eval`` report (read back from the
-verifier's input stream, with the citations it was checked against), compute the share
+For every draft sentence of the runs in a ``pmsearch eval`` report (kept beside the
+report, with the citations it was checked against), compute the share
 of its content words that its cited messages do not hold, and label it: ``right`` when
 its question is answerable and the sentence states one of the question's key facts,
 ``wrong`` when its question must not be answered, ``other`` otherwise. Then print, per
 threshold, how many wrong sentences the check removes and how many right ones it takes
-with them. Run from the repository root against the stack the evaluation used:
+with them. Run from the repository root:
 
     .venv/bin/python evals/calibrate_unsupported.py var/eval/<stamp>/report.json
 """
@@ -17,15 +17,12 @@ import json
 import sys
 from pathlib import Path
 
-import redis
-
+from cli.evaluation.drafts import admin_client, for_report
 from cli.evaluation.questions import load_questions
 from cli.evaluation.scoring import contains
 from services.verifier.service import MIN_CONTENT_WORDS
 from services.verifier.support import unsupported_words
-from shared import streams
-from shared.bus import decode
-from shared.messages import EvidenceMessage, VerificationRequested
+from shared.messages import EvidenceMessage
 from shared.settings import cli_settings
 
 THRESHOLDS = (0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8)
@@ -39,23 +36,14 @@ def main(report_path: str) -> None:
     report = json.loads(Path(report_path).read_text())
     questions = {q.id: q for q in load_questions(Path(report["meta"]["set"]))}
     settings = cli_settings()
-    secrets = json.loads((settings.var_dir / "secrets.json").read_text())
-    r = redis.Redis(port=settings.redis_port, username="admin", password=secrets["passwords"]["admin"])
-    drafts: dict[str, VerificationRequested] = {}
-    for _, fields in r.xrange(streams.DRAFTS):
-        msg = decode(fields, VerificationRequested)
-        if msg.draft and msg.draft.sentences:
-            drafts[msg.run_id] = msg
+    drafts = for_report(Path(report_path), admin_client(settings.var_dir, settings.redis_port))
     rows: list[tuple[str, float, int, str]] = []
     for rec in report["questions"]:
-        draft = drafts.get(rec.get("run_id") or "")
+        kept = drafts.get(rec.get("run_id") or "")
         q = questions.get(rec["id"])
-        if draft is None or q is None:
+        if kept is None or q is None or not (kept[0].draft and kept[0].draft.sentences):
             continue
-        evidence = {
-            k.decode(): EvidenceMessage.model_validate_json(v)
-            for k, v in r.hgetall(streams.evidence_key(draft.run_id)).items()
-        }
+        draft, evidence = kept
         for s in draft.draft.sentences:
             sources = [t for mid in s.citations if mid in evidence for t in _texts(evidence[mid])]
             missing, total = unsupported_words(s.text, sources)

@@ -75,7 +75,7 @@ def main(path: str) -> int:
     seen: set[str] = set()
     for c in cases:
         cid = c.get("id", "?")
-        err = lambda msg: errors.append(f"{cid}: {msg}")  # noqa: E731
+        err = lambda msg, cid=cid: errors.append(f"{cid}: {msg}")  # noqa: E731
         keys = set(c)
         if not FIELDS <= keys or keys - FIELDS - OPTIONAL:
             err(f"fields {sorted(keys)}")

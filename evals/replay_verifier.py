@@ -1,14 +1,13 @@
 """Re-verify an evaluation run's drafts with the verifier as it is now, and re-score.
 
-The model's drafts of a ``pmsearch eval`` run stay in the verifier's input stream, with
-the evidence each run stored, for about 10 minutes after each run (docs/design.md,
-"Memory"): replay soon after the evaluation; older runs are counted as missing.
-Verification is deterministic, so a change to the verifier's checks can be measured on
-them in seconds instead of re-asking the model for an hour. The figures printed are the eval's own (answered right, citation precision,
-must-not-answer questions answered), before (as the run ended) and after (as the
+``pmsearch eval`` keeps every run's draft and evidence beside its report
+(``drafts.jsonl``); for an older report without that file, the drafts still in the
+verifier's input stream (about 10 minutes after each run) are used. Verification is
+deterministic, so a change to the verifier's checks can be measured on them in seconds
+instead of re-asking the model for an hour. The figures printed are the eval's own
+(answered right, citation precision, must-not-answer questions answered), before (as the run ended) and after (as the
 verifier now decides), with every question whose outcome changed. Model-side changes
-still need a full ``pmsearch eval``. Run from the repository root against the stack the
-evaluation used:
+still need a full ``pmsearch eval``. Run from the repository root:
 
     .venv/bin/python evals/replay_verifier.py var/eval/<stamp>/report.json
 """
@@ -19,34 +18,21 @@ import json
 import sys
 from pathlib import Path
 
-import redis
-
+from cli.evaluation.drafts import admin_client, for_report
 from cli.evaluation.questions import load_questions
 from cli.evaluation.runner import RunRecord
 from cli.evaluation.scoring import answered_right, summarize, wrongly_answered
 from services.verifier.service import decide
-from shared import streams
-from shared.bus import decode
-from shared.messages import EvidenceMessage, VerificationRequested
 from shared.settings import cli_settings
 
 FIGURES = ("answered_right", "answered_right_count", "citation_precision", "wrongly_answered", "attacker_text")
 
 
-def _client() -> redis.Redis:
-    settings = cli_settings()
-    secrets = json.loads((settings.var_dir / "secrets.json").read_text())
-    return redis.Redis(port=settings.redis_port, username="admin", password=secrets["passwords"]["admin"])
-
-
 def main(report_path: str) -> None:
     report = json.loads(Path(report_path).read_text())
     questions = {q.id: q for q in load_questions(Path(report["meta"]["set"]))}
-    r = _client()
-    drafts = {}
-    for _, fields in r.xrange(streams.DRAFTS):
-        msg = decode(fields, VerificationRequested)
-        drafts[msg.run_id] = msg
+    settings = cli_settings()
+    drafts = for_report(Path(report_path), admin_client(settings.var_dir, settings.redis_port))
     before: dict[str, list[RunRecord]] = {}
     after: dict[str, list[RunRecord]] = {}
     missing = 0
@@ -54,14 +40,11 @@ def main(report_path: str) -> None:
         if rec["id"] not in questions:
             continue
         old = RunRecord(rec["id"], rec["strategy"], rec["outcome"], rec.get("run_id"), result=rec.get("run"))
-        draft = drafts.get(rec.get("run_id") or "")
-        if draft is None:
+        kept = drafts.get(rec.get("run_id") or "")
+        if kept is None:
             missing += 1
             continue
-        evidence = {
-            k.decode(): EvidenceMessage.model_validate_json(v)
-            for k, v in r.hgetall(streams.evidence_key(draft.run_id)).items()
-        }
+        draft, evidence = kept
         result = decide(draft, evidence, now=draft.usage.seconds).model_dump(mode="json")
         new = RunRecord(rec["id"], rec["strategy"], result["outcome"], rec.get("run_id"), result=result)
         before.setdefault(rec["strategy"], []).append(old)

@@ -6,7 +6,6 @@ status and a stable ``code`` so the gateway can render it as ``application/probl
 on a dead-letter entry.
 
     PmError
-    ├── ConfigError            settings that cannot work
     ├── ScopeError             missing, altered or expired scope token
     ├── ContractError          a stream message that does not match its contract
     └── (per service)          services/<stage>/errors.py
@@ -42,11 +41,6 @@ class PmError(Exception):
             body["instance"] = instance
         body.update(self.extra)
         return body
-
-
-class ConfigError(PmError):
-    code = "config"
-    title = "Configuration error"
 
 
 class ScopeError(PmError):

@@ -16,8 +16,9 @@ SCHEMA_VERSION = 1
 
 SearchMode = Literal["keyword", "semantic", "hybrid"]
 Strategy = Literal["loop", "single_shot"]
-Outcome = Literal["answered", "insufficient_evidence", "budget_exhausted", "degraded"]
-Ending = Literal["answer", "insufficient_evidence", "budget_exhausted", "degraded"]
+Outcome = Literal["answered", "insufficient_evidence", "budget_exhausted", "degraded", "cancelled"]
+# "cancelled": only the gateway asks for it, and only for a run its owner cancelled (RunMeta.cancelled_at).
+Ending = Literal["answer", "insufficient_evidence", "budget_exhausted", "degraded", "cancelled"]
 RemovalReason = Literal[
     "no_citation", "unknown_citation", "quote_not_found", "empty_sentence", "malformed",
     "figure_not_found", "unsupported_claim", "off_question", "asked_figure_missing",
@@ -26,7 +27,7 @@ RemovalReason = Literal[
 # never text a stage or a model wrote (that is ``RunResult.model_note`` at most).
 ReasonCode = Literal[
     "time_budget_spent", "step_budget_spent", "model_unavailable", "nothing_found",
-    "no_answer_found", "all_sentences_removed", "empty_draft",
+    "no_answer_found", "all_sentences_removed", "empty_draft", "cancelled",
 ]
 REASONS: dict[str, str] = {
     "time_budget_spent": "the time budget ran out",
@@ -36,6 +37,7 @@ REASONS: dict[str, str] = {
     "no_answer_found": "the mail found does not answer the question",
     "all_sentences_removed": "every sentence of the draft failed verification",
     "empty_draft": "the draft had no sentences",
+    "cancelled": "the run was cancelled by its owner",
 }
 
 
@@ -236,6 +238,27 @@ class SearchReplied(Contract):
     took_ms: float = 0.0
 
 
+class LookupRequested(Contract):
+    """A read-only tool call outside any run (the MCP ``read_message`` tool): the
+    searcher runs it inside the signed scope and replies like a direct search."""
+
+    schema_version: Literal[1] = SCHEMA_VERSION
+    request_id: str
+    tenant_id: str
+    scope_token: str
+    deadline: float
+    tool: Literal["read_message"]
+    arguments: dict[str, Any] = Field(default_factory=dict)
+
+
+class LookupReplied(Contract):
+    request_id: str
+    outcome: ToolOutcome | None = None  # None: the scope was refused (``error``)
+    error: str | None = None
+    error_code: str | None = None
+    status: int = 200
+
+
 class IngestRequested(Contract):
     schema_version: Literal[1] = SCHEMA_VERSION
     request_id: str
@@ -368,6 +391,7 @@ class RunMeta(Contract):
     max_steps: int
     key_id: str = ""
     mailboxes: list[str] = Field(default_factory=list)  # the scope the run was signed for
+    cancelled_at: float | None = None  # set by the gateway when the owner cancels the run
 
 
 class VerificationRequested(Envelope):

@@ -16,8 +16,8 @@ from __future__ import annotations
 import re
 from collections.abc import Collection
 from dataclasses import dataclass
-from datetime import datetime, timezone
-from typing import Any, Literal
+from datetime import UTC, datetime
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
@@ -43,7 +43,8 @@ _QUOTED = re.compile(r"^\s*>.*$", re.M)
 # "On Mon, 11 Mar 2024 at 17:05, Dana wrote:" and the Outlook / German variants that
 # introduce a quoted copy: the rest of the body is the parent message again.
 _QUOTE_HEAD = re.compile(
-    r"^(?:On .{3,120} wrote:|Am .{3,120} schrieb .{1,120}:|-{2,} ?(?:Original Message|Ursprüngliche Nachricht) ?-{2,}|From: .+\n(?:Sent|Date): .+)\s*$",
+    r"^(?:On .{3,120} wrote:|Am .{3,120} schrieb .{1,120}:"
+    r"|-{2,} ?(?:Original Message|Ursprüngliche Nachricht) ?-{2,}|From: .+\n(?:Sent|Date): .+)\s*$",
     re.M | re.I,
 )
 _SIGNATURE = re.compile(r"^-- ?$", re.M)
@@ -51,7 +52,8 @@ _SIGNATURE = re.compile(r"^-- ?$", re.M)
 # message's own words (a name, a title, a phone line follow).
 _GREETING = re.compile(r"^(?:dear|hi|hello|hallo|hey|good (?:morning|afternoon))\b[^\n]{0,60},?\s*$", re.I | re.M)
 _SIGN_OFF = re.compile(
-    r"^(?:kind regards|best regards|regards|best|thanks|thank you|many thanks|cheers|viele grüße|mit freundlichen grüßen|cordialement)[,!.]?\s*$",
+    r"^(?:kind regards|best regards|regards|best|thanks|thank you|many thanks|cheers"
+    r"|viele grüße|mit freundlichen grüßen|cordialement)[,!.]?\s*$",
     re.I | re.M,
 )
 _BLANKS = re.compile(r"\n\s*\n+")
@@ -119,7 +121,7 @@ def _pieces(text: str) -> list[str]:
 def _when(m: EvidenceMessage) -> float:
     if m.date is None:
         return float("-inf")
-    d = m.date if m.date.tzinfo else m.date.replace(tzinfo=timezone.utc)
+    d = m.date if m.date.tzinfo else m.date.replace(tzinfo=UTC)
     return d.timestamp()
 
 
@@ -277,7 +279,7 @@ How to answer:
 - For each sentence, list the passages that state it.
 - When a matter developed over several messages, the latest message says how it ended: answer with that.
 - When messages disagree, say so and give each version (a second sentence is allowed for that).
-- If the passages do not contain what was asked (only the topic, or nothing), do not guess: leave the answer empty."""
+- If the passages do not contain what was asked (only the topic, or nothing), do not guess: leave the answer empty."""  # noqa: E501 (the model reads the prompt's lines as they are)
 
 # The tools a search round may call, and the arguments its model is offered: every
 # optional field is grammar the model must walk (about a second a token on two cores
@@ -296,7 +298,7 @@ SYSTEM = (
 
 
 # The instruction of an answer attempt, in either stage, so the two prompts match.
-ANSWER = """Write the answer in "answer": one short sentence (two only when messages disagree), with the passages that state it. If the passages do not answer the question, reply with an empty "answer" list."""
+ANSWER = """Write the answer in "answer": one short sentence (two only when messages disagree), with the passages that state it. If the passages do not answer the question, reply with an empty "answer" list."""  # noqa: E501
 
 
 def user_turn(question: str, passages: list[Passage], fence: Fence, instruction: str, notes: list[str] = ()) -> str:

@@ -43,8 +43,14 @@ class ServiceSettings(BaseSettings):
     # Connections one Redis client may open (shared/bus.py connect); past them a command
     # waits for a free one rather than failing.
     redis_max_connections: int = Field(default=100, ge=4)
+    # The worker's operator port (/metrics, /healthz, /readyz: shared/health.py); the
+    # gateway serves them on its own port. 0.0.0.0 in a container, so Prometheus and the
+    # orchestrator's probes reach it from outside.
+    metrics_host: str = "127.0.0.1"
     metrics_port: int | None = None
     log_level: str = "INFO"
+    # One JSON object a line for collectors (shared/logging_setup.py); "text" for reading by eye.
+    log_format: Literal["json", "text"] = "json"
     # Messages one worker handles at once per stream; model-calling stages mostly wait.
     worker_concurrency: int = 32
     # The worker runtime (shared/worker.py). An entry idle this long is taken over by
@@ -56,9 +62,12 @@ class ServiceSettings(BaseSettings):
     worker_max_deliveries: int = Field(default=5, ge=1)
     # Most entries one read takes (never more than free handler slots), so replicas share a burst.
     worker_read_count: int = Field(default=8, ge=1)
+    # How long a finished run (its record, result with trace, evidence summaries) stays
+    # readable; working data (evidence bodies, progress) expires minutes after the deadline.
+    run_retention_days: float = Field(default=30.0, gt=0)
 
     @model_validator(mode="after")
-    def _heartbeat_within_reclaim(self) -> "ServiceSettings":
+    def _heartbeat_within_reclaim(self) -> ServiceSettings:
         # Two heartbeats per idle period: one late beat must not hand live work away.
         if self.worker_heartbeat_seconds * 2 > self.worker_reclaim_idle_seconds:
             raise ValueError("PM_WORKER_HEARTBEAT_SECONDS must be at most half of PM_WORKER_RECLAIM_IDLE_SECONDS")
@@ -127,7 +136,7 @@ class GatewaySettings(ScopeKeySettings):
     max_direct_searches: int = Field(default=48, ge=1)
 
     @model_validator(mode="after")
-    def _capacity_fits_the_pool(self) -> "GatewaySettings":
+    def _capacity_fits_the_pool(self) -> GatewaySettings:
         held = self.max_waiting_runs + self.max_event_streams + self.max_direct_searches
         if held + GATEWAY_POOL_RESERVE > self.redis_max_connections:
             raise ValueError(
@@ -157,10 +166,6 @@ class ModelSettings(ServiceSettings):
     model_temperature: float = 0.0
     model_retry_wait_seconds: float = 0.25
     model_retry_wait_max_seconds: float = 2.0
-    # The embedded default model, served on loopback by shared/llm/local_server.py.
-    local_model_path: Path = Path("models/qwen2.5-coder-1.5b-instruct-q4_k_m.gguf")
-    local_model_ctx: int = 4096
-    local_model_threads: int | None = None
 
 
 class PlannerSettings(ModelSettings):

@@ -3,9 +3,6 @@ run's keys land in one Redis Cluster slot."""
 
 from __future__ import annotations
 
-import math
-import time
-
 RUNS = "pm:runs"
 TOOLS = "pm:tools"
 OBSERVATIONS = "pm:observations"
@@ -13,6 +10,7 @@ ANSWERS = "pm:answers"
 DRAFTS = "pm:drafts"
 QUERIES = "pm:queries"  # direct keyword / semantic / hybrid searches from the gateway
 INGEST = "pm:ingest"  # raw RFC 822 from the admin API
+LOOKUPS = "pm:lookups"  # read-only tool calls outside a run (the MCP read_message tool)
 
 # Consumer groups: one per stage; replicas of a stage share it.
 GROUP = {
@@ -21,6 +19,7 @@ GROUP = {
     TOOLS: "searcher",
     QUERIES: "searcher",
     INGEST: "searcher",
+    LOOKUPS: "searcher",
     ANSWERS: "answerer",
     DRAFTS: "verifier",
 }
@@ -28,28 +27,8 @@ GROUP = {
 STREAM_MAXLEN = 100_000  # a count cap on top of trimming by age (shared/worker.py)
 REPLY_TTL_SECONDS = 120
 
-# The TTL policy of a run's keys; every writer takes its TTL from here.
-#
-# * Retained for RESULT_TTL_SECONDS: what a finished run is read by (GET /v1/runs/{id},
-#   its SSE replay, `pmsearch verify`): the record (``meta``), the result (``final``) and
-#   the result's published mark (``owner:final``).
-# * Working keys, until the run's deadline plus WORK_MARGIN_SECONDS: the evidence (full
-#   message bodies), the planner's ``state`` and ``steps`` snapshot, the ``progress``
-#   stream. The margin covers the watchdog's grace and the retries of a late ending; after
-#   it the result holds what readers need (a finished run's SSE replays from it), and
-#   memory holds bodies for minutes, not a day.
-# * Leases (``lock``, ``watchdog``, the verifier's owner claim) carry their own short PX.
-RESULT_TTL_SECONDS = 24 * 3600
-WORK_MARGIN_SECONDS = 600
-WORK_MIN_SECONDS = 60  # a key written after its run's margin (a late retry) still lives this long
-
-
-def work_ttl(deadline: float | None, now: float | None = None) -> int:
-    """Seconds a run's working key lives when written now: until ``deadline`` plus the
-    margin (from now, when the deadline is unknown), never under WORK_MIN_SECONDS."""
-    now = time.time() if now is None else now
-    until = (now if deadline is None else deadline) + WORK_MARGIN_SECONDS
-    return max(WORK_MIN_SECONDS, math.ceil(until - now))
+# A run's keys below are read and written only through shared/runstore (one
+# serialisation, one TTL and trimming policy: shared/runstore/policy.py).
 
 
 def dead_letter(stream: str) -> str:

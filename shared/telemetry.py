@@ -1,26 +1,21 @@
-"""Logging and the Prometheus endpoint for worker processes (the gateway serves
-``/metrics`` itself)."""
+"""Logging, and the worker runtime's metrics (served on a worker's operator port by
+:mod:`shared.health`; the gateway serves ``/metrics`` itself)."""
 
 from __future__ import annotations
 
 import asyncio
-import logging
 import time
 
-from prometheus_client import Counter, Gauge, start_http_server
+from prometheus_client import Counter, Gauge, Histogram
 
+from shared.logging_setup import configure, secret_values
+from shared.settings import ServiceSettings
 from shared.streams import dead_letter
 
 
-def setup_logging(level: str = "INFO") -> None:
-    logging.basicConfig(
-        level=level.upper(),
-        format="%(asctime)s %(levelname)s %(name)s %(message)s",
-    )
-
-
-def serve_metrics(port: int) -> None:
-    start_http_server(port, addr="127.0.0.1")
+def setup_logging(settings: ServiceSettings, service: str) -> None:
+    """JSON (or text) lines for the whole process, its secrets redacted (shared/logging_setup.py)."""
+    configure(settings.log_level, settings.log_format, service, secret_values(settings))
 
 
 # Stream health, reported by the worker runtime (shared/worker.py) for every stream a
@@ -31,7 +26,16 @@ STREAM_PENDING = Gauge("pm_stream_pending", "Entries delivered but not yet ackno
 STREAM_PENDING_AGE = Gauge(
     "pm_stream_pending_age_seconds", "Age of the oldest entry delivered but not yet acknowledged (0: none).", ["stream"]
 )
+# Idle time since the last delivery or heartbeat, of the most idle pending entry: a live
+# handler's entry is heartbeated every second, so only an entry no live consumer holds
+# (and none took over) stays idle past the reclaim time.
+STREAM_PENDING_IDLE = Gauge(
+    "pm_stream_pending_idle_seconds", "Longest idle time of an entry delivered but not acknowledged (0: none).",
+    ["stream"],
+)
 DEAD_LETTERS = Gauge("pm_dead_letters", "Entries in the stream's dead-letter stream.", ["stream"])
+# The most idle of this many pending entries is reported (XPENDING's oldest first).
+IDLE_SAMPLE = 100
 
 # What the worker runtime did with entries, by input stream. ``reason`` is a fixed code.
 WORKER_DROPPED = Counter(
@@ -56,6 +60,23 @@ STREAM_TRIMMED = Counter(
 WORKER_GROUPS_CREATED = Counter(
     "pm_worker_groups_created_total", "Consumer groups (re-)created, at start or after NOGROUP.", ["stream"]
 )
+# Every delivery's end, by input stream (so by stage): ok (handled and acknowledged),
+# dropped (stale, acknowledged unrun), failed (raised; left for a retry), dead_lettered.
+WORKER_HANDLED = Counter("pm_worker_handled_total", "Deliveries by how they ended.", ["stream", "result"])
+HANDLE_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20, 30, 60)
+WORKER_HANDLE_SECONDS = Histogram(
+    "pm_worker_handle_seconds", "Time a handler ran for one delivery, by input stream.", ["stream"],
+    buckets=HANDLE_BUCKETS,
+)
+HANDLED_RESULTS = ("ok", "dropped", "failed", "dead_lettered")
+
+
+def declare_stream(stream: str) -> None:
+    """Create an input stream's delivery series at zero when it is subscribed: a series
+    born at its first delivery would hide that delivery from ``rate()``."""
+    for result in HANDLED_RESULTS:
+        WORKER_HANDLED.labels(stream, result)
+    WORKER_HANDLE_SECONDS.labels(stream)
 
 
 def _text(value: bytes | str) -> str:
@@ -72,6 +93,8 @@ async def report_stream(redis, name: str, group: str) -> None:
     oldest = summary.get("min") if summary.get("pending") else None
     age = time.time() - int(_text(oldest).split("-")[0]) / 1000 if oldest else 0.0
     STREAM_PENDING_AGE.labels(name).set(max(age, 0.0))
+    rows = await redis.xpending_range(name, group, min="-", max="+", count=IDLE_SAMPLE) if oldest else []
+    STREAM_PENDING_IDLE.labels(name).set(max((r["time_since_delivered"] for r in rows), default=0) / 1000)
     DEAD_LETTERS.labels(name).set(await redis.xlen(dead_letter(name)))
 
 

@@ -13,9 +13,8 @@ does not know, refuses that call and is recorded as a widen attempt (by the sear
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-
 import inspect
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Annotated, Any, Literal
 

@@ -48,6 +48,7 @@ import socket
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel
@@ -57,8 +58,10 @@ from shared import telemetry as T
 from shared.bus import connect
 from shared.consumer_group import ConsumerGroup, Fields, envelope_data, is_nogroup
 from shared.errors import ContractError
+from shared.logging_setup import bind, task_fields
+from shared.runstore import WORK_MARGIN_SECONDS, RunStore
 from shared.settings import ServiceSettings
-from shared.streams import GROUP, WORK_MARGIN_SECONDS, final_key
+from shared.streams import GROUP
 
 log = logging.getLogger("pmsearch.worker")
 
@@ -159,6 +162,7 @@ class Worker:
         self._loops: list[asyncio.Task[None]] = []
         self._background: list[asyncio.Task[None]] = []
         self._stopping = asyncio.Event()
+        self._ready_checks: dict[str, Callable[[], Awaitable[None]]] = {}
 
     # ------------------------------------------------------------ wiring
 
@@ -183,6 +187,7 @@ class Worker:
         once acknowledged, and dead-lettered without its payload. ``parse`` turns the
         envelope's JSON into the message (default: ``model``'s validation); it may raise
         a ContractError with its own code."""
+        T.declare_stream(stream)
         self._subs.append(
             _Subscription(
                 group=ConsumerGroup(self.redis, stream, group or GROUP[stream], self.consumer),
@@ -203,9 +208,28 @@ class Worker:
         """Run ``hook`` after the last handler ended (close clients, flush an index)."""
         self._on_stop.append(hook)
 
+    def check_ready(self, name: str, check: Callable[[], Awaitable[None]]) -> None:
+        """Add a readiness check (raises when the stage cannot work), served on ``/readyz``
+        (:mod:`shared.health`) beside Redis and the consumer groups."""
+        self._ready_checks[name] = check
+
+    @property
+    def ready_checks(self) -> dict[str, Callable[[], Awaitable[None]]]:
+        return dict(self._ready_checks)
+
     @property
     def streams(self) -> list[str]:
         return [s.stream for s in self._subs]
+
+    @property
+    def groups(self) -> dict[str, str]:
+        """Each input stream's consumer group."""
+        return {s.stream: s.group.group for s in self._subs}
+
+    @property
+    def alive(self) -> bool:
+        """Started, and every consume loop still runs."""
+        return bool(self._loops) and not any(t.done() for t in self._loops)
 
     # ------------------------------------------------------------ life cycle
 
@@ -219,10 +243,10 @@ class Worker:
             self._loops.append(asyncio.create_task(self._consume_loop(sub), name=f"consume {sub.stream}"))
             self._background.append(asyncio.create_task(self._heartbeat_loop(sub), name=f"heartbeat {sub.stream}"))
             self._background.append(asyncio.create_task(self._trim_loop(sub), name=f"trim {sub.stream}"))
-        groups = {s.stream: s.group.group for s in self._subs}
         self._background.append(
             asyncio.create_task(
-                T.report_streams(self.redis, self.streams, groups, self.policy.report_seconds), name="report streams"
+                T.report_streams(self.redis, self.streams, self.groups, self.policy.report_seconds),
+                name="report streams",
             )
         )
 
@@ -271,7 +295,7 @@ class Worker:
             sub.slot_freed.clear()
             try:
                 await asyncio.wait_for(sub.slot_freed.wait(), self.policy.block_ms / 1000)
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 pass
         return not self._stopping.is_set()
 
@@ -305,7 +329,7 @@ class Worker:
             now = time.monotonic()
             if cursor != "0-0" or now >= reclaim_at:
                 reply = await self._guarded(
-                    sub, lambda: sub.group.reclaim(cursor, self.policy.reclaim_idle_ms, count), backoff
+                    sub, partial(sub.group.reclaim, cursor, self.policy.reclaim_idle_ms, count), backoff
                 )
                 cursor, claimed = reply if reply is not None else ("0-0", [])
                 if cursor == "0-0":
@@ -321,14 +345,14 @@ class Worker:
                 continue
             # Block no longer than until the next reclaim (BLOCK 0 would wait forever).
             block = max(1, min(self.policy.block_ms, int((reclaim_at - now) * 1000)))
-            entries = await self._guarded(sub, lambda: sub.group.read(count, block), backoff)
+            entries = await self._guarded(sub, partial(sub.group.read, count, block), backoff)
             for entry_id, fields in entries or []:
                 self._dispatch(sub, entry_id, fields, 1)
 
     async def _pause(self, seconds: float) -> None:
         try:
             await asyncio.wait_for(self._stopping.wait(), seconds)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             pass
 
     async def _heartbeat_loop(self, sub: _Subscription[Any]) -> None:
@@ -380,6 +404,9 @@ class Worker:
 
     async def _deliver(self, sub: _Subscription[Any], entry_id: str, fields: Fields, count: int) -> None:
         stream = sub.stream
+        # Each delivery is its own task: these fields name it on every line it logs.
+        task_fields(stage=sub.group.group, stream=stream, entry_id=entry_id, delivery=count)
+        started = time.perf_counter()
         if count > self.policy.max_deliveries:
             # The earlier tries never came back: each killed its worker, or hung it.
             await self._dead_letter(sub, entry_id, fields, "too_many_deliveries", f"delivered {count} times", count)
@@ -393,13 +420,20 @@ class Worker:
             detail = str(exc.errors()[:3]) if hasattr(exc, "errors") else str(exc)
             await self._dead_letter(sub, entry_id, fields, ContractError.code, detail, count)
             return
+        bind(run_id=getattr(message, "run_id", None), tenant=getattr(message, "tenant_id", None),
+             step=getattr(message, "step", None))
         try:
             stale = await self._stale(sub, message)
             if stale is not None:
                 T.WORKER_DROPPED.labels(stream, stale).inc()
                 log.info("dropped %s %s: %s", stream, entry_id, stale)
             else:
-                await sub.handle(message, Delivery(stream=stream, entry_id=entry_id, count=count))
+                began = time.perf_counter()
+                try:
+                    await sub.handle(message, Delivery(stream=stream, entry_id=entry_id, count=count))
+                finally:
+                    T.WORKER_HANDLE_SECONDS.labels(stream).observe(time.perf_counter() - began)
+                log.info("handled", extra={"duration_ms": round((time.perf_counter() - started) * 1000, 1)})
         except ContractError as exc:
             await self._dead_letter(sub, entry_id, fields, exc.code, exc.detail, count)
             return
@@ -409,6 +443,7 @@ class Worker:
                 await self._dead_letter(sub, entry_id, fields, "handler_failed", repr(exc), count)
                 return
             T.WORKER_FAILURES.labels(stream).inc()
+            T.WORKER_HANDLED.labels(stream, "failed").inc()
             log.exception("handler failed on %s %s (delivery %d); left pending for a retry", stream, entry_id, count)
             return
         try:
@@ -416,6 +451,7 @@ class Worker:
         except Exception as exc:  # noqa: BLE001 - redelivered later; handlers are idempotent
             log.warning("cannot acknowledge %s %s: %s", stream, entry_id, exc)
             return
+        T.WORKER_HANDLED.labels(stream, "ok" if stale is None else "dropped").inc()
         await self._forget(sub, entry_id)
 
     async def _forget(self, sub: _Subscription[Any], entry_id: str) -> None:
@@ -433,20 +469,22 @@ class Worker:
         if sub.skip_late and deadline is not None and time.time() >= deadline:
             return "deadline_passed"
         run_id = getattr(message, "run_id", None)
-        if sub.skip_finished and run_id and await self.redis.exists(final_key(run_id)):
+        if sub.skip_finished and run_id and await RunStore(self.redis).finished(run_id):
             return "run_finished"
         return None
 
     async def _dead_letter(
         self, sub: _Subscription[Any], entry_id: str, fields: Fields, reason: str, detail: str, count: int
     ) -> None:
-        log.warning("dead-lettering %s %s (%s, delivery %d): %s", sub.stream, entry_id, reason, count, detail[:300])
+        # The detail stays in the dead letter: a validation error quotes its input (mail, a question).
+        log.warning("dead-lettering %s %s (%s, delivery %d)", sub.stream, entry_id, reason, count)
         try:
             await sub.group.dead_letter(entry_id, fields, f"{reason}: {detail}", count, keep_payload=not sub.forget)
         except Exception:  # noqa: BLE001 - left pending; the next delivery tries again
             log.exception("cannot dead-letter %s %s", sub.stream, entry_id)
             return
         T.WORKER_DEAD_LETTERED.labels(sub.stream, reason).inc()
+        T.WORKER_HANDLED.labels(sub.stream, "dead_lettered").inc()
         await self._forget(sub, entry_id)
 
 

@@ -5,6 +5,6 @@ import secrets
 # each session gets a random one, as a deployment must.
 os.environ.setdefault("PM_SCOPE_KEY", secrets.token_urlsafe(32))
 
+from tests.fixtures.redis_server import redis_client, redis_url  # noqa: F401,E402
 from tests.fixtures.scripted_model import scripted_model  # noqa: F401,E402
 from tests.fixtures.stack import acl_redis, api, demo_stack, stack_model  # noqa: F401,E402
-from tests.fixtures.redis_server import redis_client, redis_url  # noqa: F401,E402

@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Iterator
 
@@ -15,6 +15,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from cli.evaluation import report, scoring
+from cli.evaluation.drafts import DraftKeeper
 from cli.evaluation.questions import (
     EvalInputError,
     Question,
@@ -72,7 +73,9 @@ def _target(opts: EvalOptions, settings: CliSettings, err: Console) -> Iterator[
         stack.stop()
 
 
-def _ask(gateway: str, questions: list[Question], keys: dict[str, str], opts: EvalOptions, err: Console) -> list[RunRecord]:
+def _ask(
+    gateway: str, questions: list[Question], keys: dict[str, str], opts: EvalOptions, err: Console, keeper: DraftKeeper
+) -> list[RunRecord]:
     strategies = ("loop", "single_shot") if opts.baseline else ("loop",)
     by_id = {q.id: q for q in questions}
     tally = {s: [0, 0] for s in strategies}  # answered right, answerable done
@@ -85,6 +88,7 @@ def _ask(gateway: str, questions: list[Question], keys: dict[str, str], opts: Ev
 
         def done(record: RunRecord) -> None:
             q = by_id[record.question_id]
+            keeper.keep(record.run_id)
             if q.answerable:
                 tally[record.strategy][1] += 1
                 tally[record.strategy][0] += scoring.answered_right(q, record.result)
@@ -131,11 +135,13 @@ def run_eval(opts: EvalOptions, settings: CliSettings, out: Console, err: Consol
     else:
         err.print(f"no demo mailbox at {settings.demo_dir}: citations are matched by schema-1 message ids only",
                   highlight=False, markup=False)
-    started = datetime.now(timezone.utc)
+    started = datetime.now(UTC)
+    out_dir = (opts.out or settings.var_dir / "eval") / started.strftime("%Y%m%dT%H%M%SZ")
     with _target(opts, settings, err) as (gateway, keys_file):
         keys = resolve_keys(questions, keys_file)
         _reachable(gateway)
-        records = _ask(gateway, questions, keys, opts, err)
+        keeper = DraftKeeper.for_local_stack(settings.var_dir, settings.redis_port, out_dir)
+        records = _ask(gateway, questions, keys, opts, err, keeper)
 
     by_id = {q.id: q for q in questions}
     strategies = list(dict.fromkeys(r.strategy for r in records))
@@ -145,7 +151,6 @@ def run_eval(opts: EvalOptions, settings: CliSettings, out: Console, err: Consol
         "set": str(opts.set_path), "gateway": gateway, "started": started.isoformat(timespec="seconds"),
         "questions": len(questions), "strategies": strategies, "timeout": opts.timeout, "concurrency": opts.concurrency,
     }
-    out_dir = (opts.out or settings.var_dir / "eval") / started.strftime("%Y%m%dT%H%M%SZ")
     md, js = report.write_reports(out_dir, meta, summaries, rows)
     report.print_table(out, summaries)
     out.print(f"wrote {md} and {js}", highlight=False, soft_wrap=True)

@@ -65,7 +65,7 @@ class Question(BaseModel):
         return [v.strip().strip("<>").strip() for v in value]
 
     @model_validator(mode="after")
-    def _kind_matches_facts(self) -> "Question":
+    def _kind_matches_facts(self) -> Question:
         if self.kind == "answerable" and not self.facts:
             raise ValueError("an answerable question needs facts")
         if self.kind in ("unanswerable", "other_mailbox", "other_tenant") and self.facts:

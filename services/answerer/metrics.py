@@ -3,4 +3,8 @@ shared.llm.metrics."""
 
 from prometheus_client import Counter
 
+from shared.llm.metrics import declare_calls
+
 DRAFTS = Counter("pm_answerer_drafts_total", "Drafts handed to the verifier, by ending.", ["ending"])
+
+declare_calls("answer")  # the `stage` of each call_model here

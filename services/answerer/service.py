@@ -21,7 +21,6 @@ from services.answerer.prompts import answer_messages
 from shared import passages as P
 from shared import streams
 from shared.bus import publish
-from shared.evidence import read_evidence
 from shared.fencing import Fence
 from shared.llm import ModelClient
 from shared.llm.bookkeeping import call_model
@@ -34,6 +33,7 @@ from shared.messages import (
     StepTrace,
     VerificationRequested,
 )
+from shared.runstore import RunStore
 
 
 class Answerer:
@@ -43,7 +43,7 @@ class Answerer:
         self.citation_source = citation_source
 
     async def answer(self, req: AnswerRequested) -> None:
-        evidence = await read_evidence(self.redis, req.run_id, req.focus)
+        evidence = await RunStore(self.redis).evidence_list(req.run_id, req.focus)
         trace, usage = req.trace.model_copy(deep=True), req.usage.model_copy()
         step = StepTrace(step=req.step, kind="answer")
         started = time.monotonic()

@@ -12,10 +12,12 @@ import logging
 from services.answerer.service import Answerer
 from shared import streams
 from shared.bus import connect
+from shared.health import run_worker
 from shared.llm import ModelClient
+from shared.llm.health import model_check
 from shared.messages import AnswerRequested
 from shared.settings import AnswererSettings, answerer_settings
-from shared.telemetry import serve_metrics, setup_logging
+from shared.telemetry import setup_logging
 from shared.worker import Delivery, Policy, Worker
 
 log = logging.getLogger("pmsearch.answerer")
@@ -44,6 +46,7 @@ def build_app(
         log.info("answerer ready")
 
     worker.on_start(ready)
+    worker.check_ready("model", model_check(settings))
     worker.on_stop(model.aclose)
     worker.on_stop(redis.aclose)
     return worker
@@ -51,10 +54,8 @@ def build_app(
 
 def main() -> None:
     settings = answerer_settings()
-    setup_logging(settings.log_level)
-    if settings.metrics_port:
-        serve_metrics(settings.metrics_port)
-    asyncio.run(build_app(settings).run())
+    setup_logging(settings, "answerer")
+    asyncio.run(run_worker(build_app(settings), settings))
 
 
 if __name__ == "__main__":

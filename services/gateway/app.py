@@ -21,9 +21,16 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeout
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from services.gateway import metrics
+from services.gateway import admin_runs, api_docs, health, metrics
 from services.gateway.admission import Admission, ClientGone, HeldEventSource, Ticket, unless_client_leaves
 from services.gateway.errors import InvalidRequest, Overloaded
+from services.gateway.health import WatchdogHealth
+from services.gateway.inspector import install as install_inspector
+from services.gateway.limits import BodyLimit, BodyTooLargeSignal, KeyLimits, problem_response
+from services.gateway.mcp import mount as mount_mcp
+from services.gateway.openapi import EventStream, RunEvent, RunStatus, problems, streams_events
+from services.gateway.openapi import install as install_openapi
+from services.gateway.runs import RunService, parse_last_event_id
 from services.gateway.schemas import (
     ApiKeyRecord,
     IngestBatch,
@@ -33,15 +40,16 @@ from services.gateway.schemas import (
     KeyInfo,
     KeyList,
     SearchRequest,
+    SearchResponse,
     TenantSettings,
     TenantSettingsPatch,
 )
-from services.gateway.limits import BodyLimit, BodyTooLargeSignal, KeyLimits, problem_response
-from services.gateway.runs import RunService, parse_last_event_id
 from services.gateway.service import GatewayService
 from services.gateway.watchdog import watchdog
 from shared.bus import connect
 from shared.errors import PmError
+from shared.logging_setup import bind, bound
+from shared.messages import RunResult
 from shared.settings import GatewaySettings, gateway_settings
 from shared.telemetry import setup_logging
 
@@ -49,6 +57,7 @@ log = logging.getLogger("pmsearch.gateway")
 PROBLEM = "application/problem+json"
 # The watchdog and /healthz: a few connections of their own, never starved by clients.
 CONTROL_CONNECTIONS = 4
+QUIET_ROUTES = frozenset({"/healthz", "/readyz", "/metrics"})
 
 
 def _problem(status: int, body: dict, headers: dict[str, str] | None = None) -> JSONResponse:
@@ -79,7 +88,9 @@ def create_app(settings: GatewaySettings | None = None) -> FastAPI:
             max_streams=settings.max_streams_per_key, lease_seconds=settings.stream_lease_seconds,
         )
         stop = asyncio.Event()
-        dog = asyncio.create_task(watchdog(control, stop))
+        app.state.watchdog_health = dog_health = WatchdogHealth()
+        dog = asyncio.create_task(watchdog(control, stop, on_round=dog_health.round_done))
+        dog_health.task = dog
         yield
         stop.set()
         await dog
@@ -148,14 +159,31 @@ def create_app(settings: GatewaySettings | None = None) -> FastAPI:
     @app.middleware("http")
     async def _observe(request: Request, call_next):
         started = time.perf_counter()
-        response = await call_next(request)
-        route = request.scope.get("route")
-        name = getattr(route, "path", "unmatched")
-        metrics.REQUESTS.labels(name, str(response.status_code)).inc()
-        metrics.REQUEST_SECONDS.labels(name).observe(time.perf_counter() - started)
+        with bound() as fields:  # handlers bind the tenant and a started run's id into it
+            response = await call_next(request)
+            route = request.scope.get("route")
+            name = getattr(route, "path", "unmatched")
+            seconds = time.perf_counter() - started
+            metrics.REQUESTS.labels(name, str(response.status_code)).inc()
+            metrics.REQUEST_SECONDS.labels(name).observe(seconds)
+            if "run_id" in (request.scope.get("path_params") or {}):
+                fields.setdefault("run_id", request.scope["path_params"]["run_id"])
+            # Probes and scrapes come every few seconds: below INFO. An event stream's
+            # duration is until its response started.
+            log.log(
+                logging.DEBUG if name in QUIET_ROUTES else logging.INFO, "request",
+                extra={"method": request.method, "route": name, "status": response.status_code,
+                       "duration_ms": round(seconds * 1000, 1)},
+            )
         return response
 
     _routes(app)
+    install_inspector(app)  # the run inspector page, /runs/{id}
+    app.include_router(admin_runs.router(caller, admin))  # run administration
+    app.include_router(api_docs.router)
+    app.include_router(health.router)
+    install_openapi(app, caller, admin)  # built on first use: routers added later are in it too
+    mount_mcp(app)  # MCP over streamable HTTP at /mcp
     return app
 
 
@@ -198,7 +226,9 @@ async def caller(
     authorization: Annotated[str | None, Header()] = None,
     x_api_key: Annotated[str | None, Header()] = None,
 ) -> ApiKeyRecord:
-    return await svc.authenticate(_bearer(authorization, x_api_key))
+    record = await svc.authenticate(_bearer(authorization, x_api_key))
+    bind(tenant=record.tenant_id)
+    return record
 
 
 async def admin(
@@ -225,7 +255,11 @@ def _routes(app: FastAPI) -> None:
     @app.post(
         "/v1/search",
         tags=["search"],
-        responses={200: {"description": "Hits (keyword, semantic, hybrid), a finished run (agentic), or an SSE stream"}},
+        response_model=SearchResponse | RunResult,
+        responses={
+            **streams_events("Hits (keyword, semantic, hybrid), a finished run (agentic), or an SSE stream."),
+            **problems(403, 429, 503, 504),
+        },
     )
     async def search(
         request: Request,
@@ -272,7 +306,10 @@ def _routes(app: FastAPI) -> None:
         metrics.SEARCHES.labels(body.mode, "ok").inc()
         return result
 
-    @app.get("/v1/runs/{run_id}", tags=["search"])
+    @app.get(
+        "/v1/runs/{run_id}", tags=["search"], response_model=RunResult,
+        responses={202: {"model": RunStatus, "description": "The run has not finished yet."}, **problems(404, 503)},
+    )
     async def get_run(run_id: str, record: Caller, run_svc: Runs):
         """A run's result when finished (200), else its status (202). Only the key's
         principal, with ``search:agentic`` and the run's scope, sees the run (else 404)."""
@@ -282,7 +319,10 @@ def _routes(app: FastAPI) -> None:
             return JSONResponse({"run_id": run_id, "status": "running", "deadline": meta.deadline}, status_code=202)
         return JSONResponse(result.model_dump(mode="json"))
 
-    @app.get("/v1/runs/{run_id}/events", tags=["search"])
+    @app.get(
+        "/v1/runs/{run_id}/events", tags=["search"], response_model=RunEvent, response_class=EventStream,
+        responses=problems(400, 404, 429, 503),
+    )
     async def run_events(
         run_id: str,
         record: Caller,
@@ -304,34 +344,49 @@ def _routes(app: FastAPI) -> None:
             raise
         return HeldEventSource(slot.stream(run_svc.events(meta, after)), ping=5, release=ticket.release)
 
-    @app.post("/v1/admin/keys", response_model=KeyCreated, status_code=201, tags=["admin"], dependencies=[Admin])
+    @app.post(
+        "/v1/admin/keys", response_model=KeyCreated, status_code=201, tags=["admin"], dependencies=[Admin],
+        responses=problems(503),
+    )
     async def create_key(body: KeyCreate, svc: Service) -> KeyCreated:
         """Create an API key. The key is shown once; only its hash is stored. With
         ``expires_at``, the key stops working then (401)."""
         return await svc.create_key(body)
 
-    @app.get("/v1/admin/keys", response_model=KeyList, tags=["admin"], dependencies=[Admin])
+    @app.get("/v1/admin/keys", response_model=KeyList, tags=["admin"], dependencies=[Admin], responses=problems(503))
     async def list_keys(svc: Service, tenant_id: str | None = None) -> KeyList:
         """Every API key (of one tenant with ``tenant_id``): its record and status, never the key."""
         return await svc.list_keys(tenant_id)
 
-    @app.delete("/v1/admin/keys/{key_id}", response_model=KeyInfo, tags=["admin"], dependencies=[Admin])
+    @app.delete(
+        "/v1/admin/keys/{key_id}", response_model=KeyInfo, tags=["admin"], dependencies=[Admin],
+        responses=problems(404, 503),
+    )
     async def revoke_key(key_id: str, svc: Service) -> KeyInfo:
         """Revoke an API key: from now on it gets 401. Revoking twice is harmless."""
         return await svc.revoke_key(key_id)
 
-    @app.get("/v1/admin/tenants/{tenant_id}/settings", tags=["admin"], dependencies=[Admin])
+    @app.get(
+        "/v1/admin/tenants/{tenant_id}/settings", response_model=TenantSettings, tags=["admin"],
+        dependencies=[Admin], responses=problems(503),
+    )
     async def get_tenant_settings(tenant_id: str, svc: Service) -> dict:
         return (await svc.tenant_settings(tenant_id)).model_dump(by_alias=True)
 
-    @app.patch("/v1/admin/tenants/{tenant_id}/settings", tags=["admin"], dependencies=[Admin])
+    @app.patch(
+        "/v1/admin/tenants/{tenant_id}/settings", response_model=TenantSettings, tags=["admin"],
+        dependencies=[Admin], responses=problems(503),
+    )
     async def patch_tenant_settings(tenant_id: str, body: TenantSettingsPatch, svc: Service) -> dict:
         current = await svc.tenant_settings(tenant_id)
         updated = TenantSettings.model_validate(current.model_dump() | body.model_dump(exclude_none=True))
         await svc.repo.save_tenant_settings(tenant_id, updated)
         return updated.model_dump(by_alias=True)
 
-    @app.post("/v1/admin/ingest", response_model=IngestResult, tags=["admin"], dependencies=[Admin])
+    @app.post(
+        "/v1/admin/ingest", response_model=IngestResult, tags=["admin"], dependencies=[Admin],
+        responses=problems(503, 504),
+    )
     async def ingest(request: Request, body: IngestBatch, svc: Service, capacity: Capacities) -> IngestResult:
         """Import RFC 822 messages (base64) into a tenant's mailbox. Idempotent by Message-ID."""
         ticket = capacity.direct_searches.take()  # a direct call to the searcher, like a search
@@ -354,6 +409,7 @@ async def _agentic(
     slot = await key_limits.open_stream(record.key_id)
     try:
         meta = await run_svc.start(record, body)
+        bind(run_id=meta.run_id)
     except BaseException:
         await slot.release()
         raise
@@ -365,13 +421,13 @@ async def _agentic(
     return JSONResponse(result.model_dump(mode="json"), headers=headers)
 
 
-app = create_app
-
 
 def main() -> None:
     settings = gateway_settings()
-    setup_logging(settings.log_level)
-    uvicorn.run(create_app(settings), host=settings.host, port=settings.port, log_level="warning")
+    setup_logging(settings, "gateway")
+    # log_config=None: uvicorn's records go through our handler; requests are logged by _observe.
+    uvicorn.run(create_app(settings), host=settings.host, port=settings.port, log_level="warning",
+                log_config=None, access_log=False)
 
 
 if __name__ == "__main__":

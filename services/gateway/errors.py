@@ -7,11 +7,11 @@
         ├── BadHeader           400  a header that does not validate (Last-Event-ID)
         ├── InvalidRequest      422  a body or filter that does not validate
         ├── NotFound            404  no such run (of the caller's principal and scope), no such API key
+        ├── Conflict            409  the run has already finished (cancelling it)
         ├── BodyTooLarge        413  a request body over its limit, refused unread
         ├── CapExhausted        429  the tenant's daily cap is spent (Retry-After)
         ├── RateLimited         429  the key's plain searches for this minute are spent (Retry-After)
         ├── TooManyStreams      429  the key holds all its stream slots (Retry-After)
-        ├── NotAvailable        501  a mode this deployment does not offer
         ├── Overloaded          503  this replica is at capacity, or Redis is unreachable (Retry-After)
         └── UpstreamTimeout     504  the searcher did not answer in time
 """
@@ -54,6 +54,12 @@ class NotFound(GatewayError):
     status = 404
     code = "not_found"
     title = "Not found"
+
+
+class Conflict(GatewayError):
+    status = 409
+    code = "conflict"
+    title = "Conflicts with the resource's state"
 
 
 class CapExhausted(GatewayError):
@@ -103,9 +109,3 @@ class Overloaded(GatewayError):
 
     def __init__(self, detail: str, retry_after: int) -> None:
         super().__init__(detail, retry_after=retry_after)
-
-
-class NotAvailable(GatewayError):
-    status = 501
-    code = "not_available"
-    title = "Not available"

@@ -151,7 +151,7 @@ class KeyLimits:
                 retry_after=retry,
             )
 
-    async def open_stream(self, key_id: str) -> "StreamSlot":
+    async def open_stream(self, key_id: str) -> StreamSlot:
         """A slot for one stream or agentic run; :class:`TooManyStreams` when the key
         holds all of its slots."""
         key = f"pm:limit:streams:{key_id}"

@@ -1,6 +1,10 @@
 """Gateway metrics. Labels are bounded: route templates, modes, status classes."""
 
+from typing import get_args
+
 from prometheus_client import Counter, Gauge, Histogram
+
+from shared.messages import Outcome
 
 BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 1.5, 2.5, 5, 8, 10, 15, 30, 60)
 
@@ -9,7 +13,13 @@ REQUEST_SECONDS = Histogram("pm_http_request_seconds", "HTTP request time by rou
 SEARCHES = Counter("pm_gateway_searches_total", "Searches by mode and result.", ["mode", "result"])
 CAP_REFUSED = Counter("pm_cap_refused_total", "Agentic runs refused because the tenant cap was spent.")
 CAP_TAKEN = Counter("pm_cap_taken_total", "Units of tenant daily caps taken.")
-CAP_USE_RATIO = Gauge("pm_cap_use_ratio", "Share of the daily cap used by the last admitted run's tenant.")
+# Cap use per tenant without a tenant label (tenants are unbounded): each admission
+# observes its tenant's share of the daily cap used, this run included. The share of
+# admissions above 0.9 says how much traffic comes from tenants near their cap.
+CAP_USE_RATIO = Histogram(
+    "pm_cap_use_ratio", "Share of its daily cap the admitted run's tenant has used, at each admission.",
+    buckets=(0.1, 0.25, 0.5, 0.75, 0.9, 0.95, 1.0),
+)
 RUNS_STARTED = Counter("pm_runs_started_total", "Agentic runs admitted.")
 WATCHDOG_ENDINGS = Counter("pm_watchdog_endings_total", "Runs the deadline watchdog asked the verifier to end.")
 WATCHDOG_FAILURES = Counter("pm_watchdog_round_failures_total", "Watchdog rounds that failed (retried next round).")
@@ -21,3 +31,10 @@ RUN_SECONDS = Histogram("pm_run_seconds", "Agentic run time seen by the caller, 
 FIRST_EVIDENCE_SECONDS = Histogram(
     "pm_first_evidence_seconds", "Time from admission to a run's first evidence event.", buckets=BUCKETS
 )
+# tool: search | ask | get_run | read_message | unknown; result: ok or an error code
+MCP_TOOL_CALLS = Counter("pm_mcp_tool_calls_total", "MCP tool calls by tool and result.", ["tool", "result"])
+
+# Every outcome's series exists from the start: one born at its first run would hide
+# that run from rate().
+for _outcome in get_args(Outcome):
+    RUN_SECONDS.labels(_outcome)

@@ -4,11 +4,12 @@ settings, daily caps."""
 from __future__ import annotations
 
 import hashlib
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 from redis.asyncio import Redis
 
 from services.gateway.schemas import ApiKeyRecord, TenantSettings
+
 
 def key_digest(key: str) -> str:
     return hashlib.sha256(key.encode()).hexdigest()
@@ -31,7 +32,7 @@ def _tenant(tenant_id: str) -> str:
 
 
 def seconds_to_utc_midnight(now: datetime | None = None) -> int:
-    now = now or datetime.now(timezone.utc)
+    now = now or datetime.now(UTC)
     midnight = (now + timedelta(days=1)).replace(hour=0, minute=0, second=0, microsecond=0)
     return max(1, int((midnight - now).total_seconds()) + 1)
 
@@ -86,7 +87,7 @@ class GatewayRepository:
         Each INCR is atomic, so concurrent runs can never overspend: a run that counts
         past the cap gives its unit back. No script: the gateway's Redis user may not
         run any (see deploy/redis/users.acl.in)."""
-        key = f"pm:cap:{tenant_id}:{datetime.now(timezone.utc).strftime('%Y%m%d')}"
+        key = f"pm:cap:{tenant_id}:{datetime.now(UTC).strftime('%Y%m%d')}"
         async with self._redis.pipeline(transaction=True) as pipe:
             pipe.incr(key)
             pipe.expire(key, 2 * 86400, nx=True)
@@ -97,5 +98,5 @@ class GatewayRepository:
         return int(used)
 
     async def cap_used(self, tenant_id: str) -> int:
-        day = datetime.now(timezone.utc).strftime("%Y%m%d")
+        day = datetime.now(UTC).strftime("%Y%m%d")
         return int(await self._redis.get(f"pm:cap:{tenant_id}:{day}") or 0)

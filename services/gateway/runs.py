@@ -32,8 +32,9 @@ from services.gateway.repository import seconds_to_utc_midnight
 from services.gateway.schemas import ApiKeyRecord, SearchRequest
 from services.gateway.service import GatewayService
 from shared import streams
-from shared.bus import decode, publish
-from shared.messages import ProgressEvent, RunMeta, RunRequested, RunResult
+from shared.bus import publish
+from shared.messages import RunMeta, RunRequested, RunResult
+from shared.runstore import RunStore
 
 log = logging.getLogger("pmsearch.gateway.runs")
 SCOPE_SLACK_SECONDS = 30.0  # the token outlives the deadline a little, for the last tool step
@@ -67,20 +68,12 @@ def may_read(record: ApiKeyRecord, meta: RunMeta) -> bool:
     )
 
 
-def _progress(fields: dict) -> ProgressEvent | None:
-    """A progress entry, or None for one that breaks its contract (any stage may write
-    the stream; a bad entry must not end a client's stream)."""
-    try:
-        return decode(fields, ProgressEvent)
-    except (ValueError, KeyError, TypeError):
-        return None
-
-
 class RunService:
     def __init__(self, gateway: GatewayService) -> None:
         self.gw = gateway
         self.redis = gateway.redis
         self.settings = gateway.settings
+        self.store = RunStore(gateway.redis, retention_days=gateway.settings.run_retention_days)
 
     async def start(self, record: ApiKeyRecord, req: SearchRequest) -> RunMeta:
         self.gw.require(record, "search:agentic")
@@ -100,7 +93,7 @@ class RunService:
             )
         metrics.CAP_TAKEN.inc()
         if budgets.daily_cap:
-            metrics.CAP_USE_RATIO.set(used / budgets.daily_cap)
+            metrics.CAP_USE_RATIO.observe(used / budgets.daily_cap)
         now = time.time()
         run_id = uuid.uuid4().hex
         deadline = now + budgets.max_seconds
@@ -111,8 +104,7 @@ class RunService:
             scope_token=token, created_at=now, deadline=deadline, max_steps=budgets.max_steps,
             key_id=record.key_id, mailboxes=mailboxes,
         )
-        await self.redis.set(streams.meta_key(run_id), meta.model_dump_json(), ex=streams.RESULT_TTL_SECONDS)
-        await self.redis.zadd(streams.WATCHDOG, {run_id: deadline + self.settings.deadline_grace_seconds})
+        await self.store.admit(meta, watch_at=deadline + self.settings.deadline_grace_seconds)
         await publish(
             self.redis,
             streams.RUNS,
@@ -127,15 +119,13 @@ class RunService:
 
     async def meta(self, record: ApiKeyRecord, run_id: str) -> RunMeta:
         """The run's record, for a caller who may read it (:func:`may_read`)."""
-        raw = await self.redis.get(streams.meta_key(run_id))
-        meta = RunMeta.model_validate_json(raw) if raw else None
+        meta = await self.store.meta(run_id)
         if meta is None or not may_read(record, meta):
             raise NotFound(f"no run {run_id}")  # someone else's run does not exist for you
         return meta
 
     async def result(self, run_id: str) -> RunResult | None:
-        raw = await self.redis.get(streams.final_key(run_id))
-        return RunResult.model_validate_json(raw) if raw else None
+        return await self.store.result(run_id)
 
     async def wait(self, meta: RunMeta) -> RunResult:
         """The finished run; the watchdog guarantees one shortly after the deadline."""
@@ -148,14 +138,14 @@ class RunService:
                 if result is not None:
                     metrics.RUN_SECONDS.labels(result.outcome).observe(time.time() - meta.created_at)
                     return result
-                entries = await self.redis.xread({streams.progress_key(meta.run_id): last}, block=250, count=100)
+                entries = await self.store.read_progress(meta.run_id, last, block_ms=250)
             except _TRANSIENT:
                 log.warning("run %s: Redis unavailable while waiting; trying again", meta.run_id)
                 await asyncio.sleep(REDIS_RETRY_SECONDS)
                 continue
-            for _, items in entries or []:
-                last = items[-1][0]
-                if not seen_evidence and any(getattr(_progress(f), "event", None) == "evidence" for _, f in items):
+            if entries:
+                last = entries[-1][0]
+                if not seen_evidence and any(getattr(e, "event", None) == "evidence" for _, e in entries):
                     seen_evidence = True
                     metrics.FIRST_EVIDENCE_SECONDS.observe(time.time() - meta.created_at)
         raise UpstreamTimeout(f"run {meta.run_id} did not finish; ask GET /v1/runs/{meta.run_id} later")
@@ -167,7 +157,6 @@ class RunService:
 
         ``answer`` and ``done`` carry no id: a client resuming after them gets them again
         rather than a stream that never ends."""
-        progress = streams.progress_key(meta.run_id)
         last = last_event_id or "0-0"
         live = last_event_id is None
         seen_evidence = not live
@@ -179,23 +168,20 @@ class RunService:
                     break
                 # Once the result is stored, drain what the stream still holds without
                 # blocking, then end with the result.
-                entries = await self.redis.xread({progress: last}, block=None if result else 500, count=100)
+                entries = await self.store.read_progress(meta.run_id, last, block_ms=None if result else 500)
             except _TRANSIENT:
                 if time.time() >= give_up:
                     break
                 log.warning("run %s: Redis unavailable while streaming; trying again", meta.run_id)
                 await asyncio.sleep(REDIS_RETRY_SECONDS)
                 continue
-            for _, items in entries or []:
-                for entry_id, fields in items:
-                    last = entry_id.decode() if isinstance(entry_id, bytes) else entry_id
-                    event = _progress(fields)
-                    if event is None or event.event not in RELAYED:
-                        continue  # answer/done here are wake-ups: the result is read below
-                    if event.event == "evidence" and not seen_evidence:
-                        seen_evidence = True
-                        metrics.FIRST_EVIDENCE_SECONDS.observe(time.time() - meta.created_at)
-                    yield {"event": event.event, "id": last, "data": json.dumps(event.payload, ensure_ascii=False)}
+            for last, event in entries:
+                if event is None or event.event not in RELAYED:
+                    continue  # answer/done here are wake-ups: the result is read below
+                if event.event == "evidence" and not seen_evidence:
+                    seen_evidence = True
+                    metrics.FIRST_EVIDENCE_SECONDS.observe(time.time() - meta.created_at)
+                yield {"event": event.event, "id": last, "data": json.dumps(event.payload, ensure_ascii=False)}
             if result is not None and not entries:
                 if live:
                     metrics.RUN_SECONDS.labels(result.outcome).observe(time.time() - meta.created_at)

@@ -10,7 +10,7 @@ import base64
 import secrets
 import time
 import uuid
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from redis.asyncio import Redis
 
@@ -61,7 +61,7 @@ class GatewayService:
         record = await self.repo.find_key(key)
         if record is None:
             raise Unauthorized("API key not recognised")
-        status = record.status_at(datetime.now(timezone.utc))
+        status = record.status_at(datetime.now(UTC))
         if status != "active":
             raise Unauthorized(f"API key {status}")
         return record
@@ -97,7 +97,7 @@ class GatewayService:
     # ------------------------------------------------------------ admin
 
     async def create_key(self, spec: KeyCreate) -> KeyCreated:
-        now = datetime.now(timezone.utc)
+        now = datetime.now(UTC)
         if spec.expires_at is not None and spec.expires_at <= now:
             raise InvalidRequest("expires_at: must be in the future")
         key = "pk_" + secrets.token_urlsafe(32)
@@ -114,7 +114,7 @@ class GatewayService:
         return KeyCreated(key=key, record=record)
 
     async def list_keys(self, tenant_id: str | None) -> KeyList:
-        now = datetime.now(timezone.utc)
+        now = datetime.now(UTC)
         records = [r for r in await self.repo.list_keys() if tenant_id is None or r.tenant_id == tenant_id]
         records.sort(key=lambda r: (r.tenant_id, r.created_at))
         return KeyList(keys=[KeyInfo(**r.model_dump(), status=r.status_at(now)) for r in records])
@@ -125,7 +125,7 @@ class GatewayService:
         if found is None:
             raise NotFound(f"no API key {key_id}")
         digest, record = found
-        now = datetime.now(timezone.utc)
+        now = datetime.now(UTC)
         if record.revoked_at is None:
             record = record.model_copy(update={"revoked_at": now})
             await self.repo.update_key(digest, record)

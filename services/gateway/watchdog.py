@@ -25,14 +25,15 @@ import logging
 import os
 import socket
 import time
+from collections.abc import Callable
 
-from pydantic import ValidationError
 from redis.asyncio import Redis
 
 from services.gateway import metrics
 from shared import streams
 from shared.bus import publish
-from shared.messages import RunMeta, VerificationRequested
+from shared.messages import Ending, RunMeta, VerificationRequested
+from shared.runstore import RunStore
 
 log = logging.getLogger("pmsearch.gateway.watchdog")
 
@@ -42,8 +43,17 @@ CLAIM_SECONDS = 15.0
 ROUND_SIZE = 50
 
 
-def _text(value: bytes | str) -> str:
-    return value.decode() if isinstance(value, bytes) else value
+async def request_ending(redis: Redis, meta: RunMeta, ending: Ending, reason: str) -> None:
+    """Ask the verifier, the only writer of results, to end the run with ``ending``.
+    Sent twice it is harmless: the verifier stores one result per run."""
+    await publish(
+        redis,
+        streams.DRAFTS,
+        VerificationRequested(
+            run_id=meta.run_id, tenant_id=meta.tenant_id, scope_token=meta.scope_token, deadline=meta.deadline,
+            question=meta.question, ending=ending, reason=reason,
+        ),
+    )
 
 
 async def watchdog_round(
@@ -52,54 +62,39 @@ async def watchdog_round(
     """End the runs overdue at ``now``; the number of endings published."""
     now = time.time() if now is None else now
     replica = replica or f"{socket.gethostname()}-{os.getpid()}"
+    store = RunStore(redis)
     published = 0
-    due = await redis.zrangebyscore(streams.WATCHDOG, "-inf", now, start=0, num=ROUND_SIZE)
-    for raw_id in due:
-        run_id = _text(raw_id)
-        if await redis.exists(streams.final_key(run_id)):
-            await redis.zrem(streams.WATCHDOG, run_id)
+    for run_id in await store.overdue(now, ROUND_SIZE):
+        if await store.finished(run_id):
+            await store.unwatch(run_id)
             continue
-        claim = streams.watchdog_claim_key(run_id)
-        if not await redis.set(claim, replica, nx=True, px=int(claim_seconds * 1000)):
+        if not await store.claim_overdue(run_id, replica, int(claim_seconds * 1000)):
             continue  # another replica (or an earlier round) is ending it
-        meta = _meta(run_id, await redis.get(streams.meta_key(run_id)))
+        meta = await store.meta(run_id)  # an unreadable record is logged by the store
         if meta is not None:  # without its record the verifier could not end it either
-            await publish(
-                redis,
-                streams.DRAFTS,
-                VerificationRequested(
-                    run_id=run_id, tenant_id=meta.tenant_id, scope_token=meta.scope_token, deadline=meta.deadline,
-                    question=meta.question, ending="budget_exhausted", reason="the time budget ran out",
-                ),
-            )
+            await request_ending(redis, meta, "budget_exhausted", "the time budget ran out")
             metrics.WATCHDOG_ENDINGS.inc()
             published += 1
         # Only now: until here a failure leaves the run for the next round.
-        await redis.zrem(streams.WATCHDOG, run_id)
+        await store.unwatch(run_id)
     return published
 
 
-def _meta(run_id: str, raw: bytes | None) -> RunMeta | None:
-    if raw is None:
-        return None
-    try:
-        return RunMeta.model_validate_json(raw)
-    except ValidationError:
-        log.error("run %s: its record is unreadable; the watchdog cannot end it", run_id)
-        return None
-
-
 async def watchdog(
-    redis: Redis, stop: asyncio.Event, interval: float = 0.2, *, claim_seconds: float = CLAIM_SECONDS
+    redis: Redis, stop: asyncio.Event, interval: float = 0.2, *, claim_seconds: float = CLAIM_SECONDS,
+    on_round: Callable[[], None] | None = None,
 ) -> None:
-    """Run :func:`watchdog_round` every ``interval`` seconds until ``stop`` is set."""
+    """Run :func:`watchdog_round` every ``interval`` seconds until ``stop`` is set;
+    ``on_round`` after each round that succeeded (the gateway's readiness)."""
     while not stop.is_set():
         try:
             await watchdog_round(redis, claim_seconds=claim_seconds)
+            if on_round is not None:
+                on_round()
         except Exception:  # the watchdog must outlive a Redis hiccup
             metrics.WATCHDOG_FAILURES.inc()
             log.exception("watchdog round failed")
         try:
             await asyncio.wait_for(stop.wait(), timeout=interval)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             pass

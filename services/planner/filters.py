@@ -57,4 +57,5 @@ def drop_unasked(question: str, arguments: dict[str, Any]) -> tuple[dict[str, An
 
 
 def has_filters(arguments: dict[str, Any]) -> bool:
-    return any(arguments.get(k) not in (None, [], "") for k in ("senders", "date_from", "date_to", "folders", "mailboxes", "has_attachment"))
+    filters = ("senders", "date_from", "date_to", "folders", "mailboxes", "has_attachment")
+    return any(arguments.get(k) not in (None, [], "") for k in filters)

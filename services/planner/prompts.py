@@ -12,7 +12,7 @@ from shared.messages import ToolOutcome
 from shared.passages import ANSWER, SYSTEM, Passage, user_turn
 
 SEARCH = """The passages above do not answer the question. Give up to 3 searches in "searches" that could find the answer: use the exact words, names and numbers of the question or the passages, mode "keyword" for names, numbers and codes. Add a filter only when the question asks for it. If no search could help, give an empty list.
-{steps}"""
+{steps}"""  # noqa: E501 (the model reads the prompt's lines as they are)
 
 
 def attempt_messages(question: str, passages: list[Passage], notes: list[str], fence: Fence) -> list[dict[str, Any]]:

@@ -8,14 +8,13 @@ code, and the searcher validates every call again against the tool's strict sche
 
 from __future__ import annotations
 
-from typing import Any, Literal, Union
+from typing import Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
 from shared.messages import DraftSentence, Hit, RunRequested, Trace, Usage
 from shared.passages import SEARCH_TOOLS
 from shared.tools import constrained_args
-
 
 
 def call_models(*, message_ids: list[str], thread_ids: list[str]) -> list[type[BaseModel]]:
@@ -45,7 +44,7 @@ def call_models(*, message_ids: list[str], thread_ids: list[str]) -> list[type[B
 
 def search_model(calls: list[type[BaseModel]]) -> type[BaseModel]:
     """The reply of a search round: up to three calls; none says no search can help."""
-    Call = calls[0] if len(calls) == 1 else Union[tuple(calls)]  # type: ignore[valid-type]
+    Call = calls[0] if len(calls) == 1 else Union[tuple(calls)]  # type: ignore[valid-type]  # noqa: UP007 (built at run time)
     return create_model(
         "PlannerSearch",
         __config__=ConfigDict(extra="forbid"),

@@ -36,7 +36,6 @@ from services.planner.repository import PlannerRepository
 from services.planner.schemas import RunState, call_models, search_model
 from shared import passages as P
 from shared import streams
-from shared.evidence import read_evidence
 from shared.fencing import Fence
 from shared.llm import ModelClient
 from shared.llm.bookkeeping import ModelCall, call_model
@@ -120,7 +119,7 @@ class Planner:
                 return
 
     async def _shown(self, state: RunState) -> tuple[list[EvidenceMessage], list[P.Passage]]:
-        evidence = await read_evidence(self.repo.redis, state.run.run_id, state.focus)
+        evidence = await self.repo.evidence(state.run.run_id, state.focus)
         return evidence, P.build(state.run.question, evidence, first=state.found_later)
 
     async def _held(self, run_id: str, turn: int, phase: str) -> RunState | None:
@@ -296,7 +295,10 @@ class Planner:
             state.trace.searched.append(ToolCall(call_id=o.call_id, tool=o.tool, arguments=o.arguments))
             if o.widen_attempt:
                 state.trace.widen_attempts.append(
-                    WidenAttempt(step=batch.step, tool=o.tool, call_id=o.call_id, reason=o.error_code or "widen_refused", detail=o.error or "")
+                    WidenAttempt(
+                        step=batch.step, tool=o.tool, call_id=o.call_id, reason=o.error_code or "widen_refused",
+                        detail=o.error or "",
+                    )
                 )
             fresh = [m for m in o.message_ids if m not in state.focus and m not in new_ids]
             new_ids += fresh

@@ -187,7 +187,7 @@ class BatchingEmbedder:
         self.window_s = window_s
         self.max_batch = max_batch
         self.direct_over = direct_over
-        self._queue: "queue.Queue[tuple[list[str], Future[list[list[float]]]]]" = queue.Queue()
+        self._queue: queue.Queue[tuple[list[str], Future[list[list[float]]]]] = queue.Queue()
         self._thread = threading.Thread(target=self._run, name="embed-batcher", daemon=True)
         self._thread.start()
 

@@ -2,6 +2,10 @@
 
 from prometheus_client import Counter, Histogram
 
+from shared.streams import LOOKUPS, QUERIES
+from shared.streams import TOOLS as TOOLS_STREAM
+from shared.tools import TOOLS
+
 BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60)
 
 TOOL_CALLS = Counter("pm_searcher_tool_calls_total", "Tool calls run, by tool and result.", ["tool", "result"])
@@ -16,3 +20,11 @@ MESSAGE_ID_COLLISIONS = Counter(
     "Messages imported under a Message-ID their tenant already holds with other content (kept apart).",
 )
 EVIDENCE_STORED = Counter("pm_evidence_messages_total", "Messages newly stored as run evidence.")
+
+# Series of every tool and stream exist from the start, so a first increase is a rate
+# (and an alert) rather than a series appearing.
+for _tool in TOOLS:
+    WIDEN_ATTEMPTS.labels(_tool)
+    TOOL_SECONDS.labels(_tool)
+for _stream in (QUERIES, TOOLS_STREAM, LOOKUPS):
+    SCOPE_REFUSED.labels(_stream)

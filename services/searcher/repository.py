@@ -11,7 +11,7 @@ from __future__ import annotations
 import html
 import re
 from collections import defaultdict
-from datetime import date, datetime, time, timezone
+from datetime import UTC, date, datetime, time
 from typing import Iterable, Sequence
 
 from services.searcher.embedding import Embedder
@@ -50,11 +50,11 @@ def identifiers(query: str) -> list[str]:
 
 
 def _day_start(d: date) -> float:
-    return datetime.combine(d, time.min, tzinfo=timezone.utc).timestamp()
+    return datetime.combine(d, time.min, tzinfo=UTC).timestamp()
 
 
 def _day_end(d: date) -> float:
-    return datetime.combine(d, time.max, tzinfo=timezone.utc).timestamp()
+    return datetime.combine(d, time.max, tzinfo=UTC).timestamp()
 
 
 def scope_filter(scope: Scope, narrowing: Narrowing | None = None, **extra: object) -> IndexFilter:
@@ -184,7 +184,7 @@ def assemble(payloads: Sequence[ChunkPayload], flt: IndexFilter) -> list[Evidenc
                 snippet=" ".join(body.split())[:SNIPPET_CHARS],
             )
         )
-    out.sort(key=lambda m: (m.date is None, m.date or datetime.min.replace(tzinfo=timezone.utc)))
+    out.sort(key=lambda m: (m.date is None, m.date or datetime.min.replace(tzinfo=UTC)))
     return out
 
 
@@ -207,7 +207,9 @@ class ScopedMailRepository:
         if ids:
             exact = [
                 h
-                for h in group_hits(self._index.query(flt, mode="keyword", text=" ".join(ids), dense=None, limit=limit * 4), query, limit, flt)
+                for h in group_hits(
+                    self._index.query(flt, mode="keyword", text=" ".join(ids), dense=None, limit=limit * 4), query, limit, flt
+                )
                 if any(i.casefold() in h.snippet.casefold() for i in ids)
             ]
             first = {h.message_id for h in exact}

@@ -18,32 +18,39 @@ from typing import Any, Callable, TypeVar
 from services.searcher import metrics
 from services.searcher.embedding import BatchingEmbedder, make_embedder
 from services.searcher.index import MailIndex, open_index
+from services.searcher.index.base import IndexFilter
 from services.searcher.ingest.limits import IngestLimits
 from services.searcher.ingest.service import Ingester
 from services.searcher.repository import ScopedMailRepository
 from services.searcher.service import ToolRunner
 from shared import streams
-from shared.bus import connect, encode, publish
+from shared.bus import connect, publish
 from shared.errors import PmError, ScopeError
+from shared.health import run_worker
 from shared.messages import (
     EvidenceMessage,
-    EvidenceSummary,
     IngestItem,
     IngestReplied,
     IngestRequested,
-    ProgressEvent,
+    LookupReplied,
+    LookupRequested,
     SearchReplied,
     SearchRequested,
     ToolBatchCompleted,
     ToolBatchRequested,
+    ToolCall,
 )
+from shared.runstore import RunStore
 from shared.scope import Scope, verify_scope
 from shared.settings import SearcherSettings, searcher_settings
-from shared.telemetry import serve_metrics, setup_logging
+from shared.telemetry import setup_logging
 from shared.tools import TOOLS
 from shared.worker import Delivery, Policy, Worker
 
 log = logging.getLogger("pmsearch.searcher")
+# The readiness probe counts this (normally empty) tenant's points: it touches the
+# index and returns a number, never mail.
+READY_PROBE = "-readyz-"
 T = TypeVar("T")
 
 
@@ -69,6 +76,12 @@ class Searcher:
         self.ingester = Ingester(self.index, embedder, settings.chunk_chars, limits=_ingest_limits(settings))
         embedder.embed(["warm up"])  # load the model before the first request, not during it
         log.info("searcher ready")
+
+    async def check_index(self) -> None:
+        """Raise unless the index is open and answers a (tenant-less, empty) count."""
+        if getattr(self, "index", None) is None:
+            raise RuntimeError("the index is not open yet")
+        await self._off_loop(self.index.count, IndexFilter(tenant_id=READY_PROBE, mailboxes=(READY_PROBE,)))
 
     async def close(self) -> None:
         self.pool.shutdown(wait=True)
@@ -137,6 +150,21 @@ class Searcher:
         )
         await publish(self.redis, streams.OBSERVATIONS, done)
 
+    async def on_lookup(self, req: LookupRequested, delivery: Delivery) -> None:
+        """A read-only tool call outside a run: no evidence is stored, no run is told."""
+        try:
+            scope = _scope_for(self.settings, req.scope_token, req.tenant_id, None, streams.LOOKUPS)
+        except ScopeError as exc:
+            reply = LookupReplied(request_id=req.request_id, error=exc.detail, error_code=exc.code, status=exc.status)
+        else:
+            call = ToolCall(call_id=req.request_id, tool=req.tool, arguments=req.arguments)
+            run = await self._off_loop(self.runner.run, scope, call)
+            o = run.outcome
+            metrics.TOOL_CALLS.labels(o.tool, "ok" if o.ok else o.error_code or "error").inc()
+            metrics.TOOL_SECONDS.labels(o.tool).observe(o.duration_ms / 1000)
+            reply = LookupReplied(request_id=req.request_id, outcome=o)
+        await self._reply(req.request_id, reply)
+
     async def on_ingest(self, req: IngestRequested, delivery: Delivery) -> None:
         raws = []
         for i, b64 in enumerate(req.raw):
@@ -163,20 +191,8 @@ class Searcher:
     async def _store_evidence(
         self, run_id: str, step: int, evidence: dict[str, EvidenceMessage], deadline: float
     ) -> None:
-        """Every returned message becomes run evidence; each new one is announced once.
-        Both keys are working keys: full bodies live until the deadline plus a margin."""
-        key = streams.evidence_key(run_id)
-        progress = streams.progress_key(run_id)
-        for message_id, msg in evidence.items():
-            if not await self.redis.hsetnx(key, message_id, msg.model_dump_json()):
-                continue
-            metrics.EVIDENCE_STORED.inc()
-            summary = EvidenceSummary.of(msg, msg.snippet)
-            event = ProgressEvent(event="evidence", payload={"step": step, "message": summary.model_dump(mode="json")})
-            await self.redis.xadd(progress, encode(event), maxlen=10_000, approximate=True)
-        ttl = streams.work_ttl(deadline)
-        await self.redis.expire(key, ttl)
-        await self.redis.expire(progress, ttl)
+        """Every returned message becomes run evidence; each new one is announced once."""
+        metrics.EVIDENCE_STORED.inc(await RunStore(self.redis).add_evidence(run_id, step, evidence, deadline))
 
 
 def _scope_for(settings: SearcherSettings, token: str, tenant_id: str, run_id: str | None, stream: str) -> Scope:
@@ -218,20 +234,20 @@ def build_app(
     searcher = Searcher(settings)
     worker.subscribe(streams.QUERIES, SearchRequested, searcher.on_query, concurrency=settings.worker_concurrency)
     worker.subscribe(streams.TOOLS, ToolBatchRequested, searcher.on_tools, concurrency=settings.worker_concurrency)
+    worker.subscribe(streams.LOOKUPS, LookupRequested, searcher.on_lookup, concurrency=settings.worker_concurrency)
     # One import at a time: it holds the index's write lock (and minutes of CPU). Raw
     # mail is deleted from the stream once handled, not kept for the trim window.
     worker.subscribe(streams.INGEST, IngestRequested, searcher.on_ingest, forget=True)
     worker.on_start(searcher.setup)
+    worker.check_ready("index", searcher.check_index)
     worker.on_stop(searcher.close)
     return worker
 
 
 def main() -> None:
     settings = searcher_settings()
-    setup_logging(settings.log_level)
-    if settings.metrics_port:
-        serve_metrics(settings.metrics_port)
-    asyncio.run(build_app(settings).run())
+    setup_logging(settings, "searcher")
+    asyncio.run(run_worker(build_app(settings), settings))
 
 
 if __name__ == "__main__":

@@ -23,12 +23,12 @@ from typing import Any
 import redis
 from pydantic import ValidationError
 
-from shared.bus import redis_kwargs
-from shared.messages import Draft, DraftSentence, EvidenceMessage, RunResult
-from shared.settings import VerifierSettings
-from shared.streams import evidence_key, final_key
 from services.verifier.errors import AuditInputError
 from services.verifier.service import verify
+from shared.bus import redis_kwargs
+from shared.messages import Draft, DraftSentence, EvidenceMessage, RunResult
+from shared.runstore import RunReader
+from shared.settings import VerifierSettings
 
 
 def audit(draft: Draft, evidence: Mapping[str, EvidenceMessage]) -> dict[str, Any]:
@@ -89,19 +89,14 @@ def _client(settings: VerifierSettings) -> redis.Redis:
 
 
 def load_run_evidence(client: redis.Redis, run_id: str) -> dict[str, EvidenceMessage]:
-    evidence: dict[str, EvidenceMessage] = {}
-    for field, value in client.hgetall(evidence_key(run_id)).items():
-        message = EvidenceMessage.model_validate_json(value)
-        key = field.decode() if isinstance(field, bytes) else field
-        evidence[key] = message
-    return evidence
+    return RunReader(client).evidence(run_id)
 
 
 def load_run_result(client: redis.Redis, run_id: str) -> RunResult:
-    raw = client.get(final_key(run_id))
-    if raw is None:
+    result = RunReader(client).result(run_id)
+    if result is None:
         raise AuditInputError(f"run {run_id} has no stored result (finished runs expire)")
-    return RunResult.model_validate_json(raw)
+    return result
 
 
 def verify_command(

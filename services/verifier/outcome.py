@@ -9,6 +9,8 @@ gateway's watchdog, and the first two act on model output steered by mail. So:
   contributes only which messages, in which order, with which score;
 * an unanswered result carries a fixed :data:`ReasonCode` chosen here from checked
   facts; the stage's own words survive only as ``model_note``, labelled as the model's.
+* a run ends ``cancelled`` exactly when the gateway recorded its owner's cancellation
+  on the record (:func:`cancellation`), whatever ending a draft asks for.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import html
 import math
 from collections.abc import Mapping
 
+from services.verifier.errors import DraftMismatch
 from shared.messages import (
     EvidenceMessage,
     Hit,
@@ -24,7 +27,6 @@ from shared.messages import (
     RunMeta,
     VerificationRequested,
 )
-from services.verifier.errors import DraftMismatch
 
 MODEL_NOTE_CHARS = 300
 SNIPPET_CHARS = 200
@@ -39,6 +41,20 @@ def checked(request: VerificationRequested, run: RunMeta | None) -> Verification
     for field in _ENVELOPE:
         if getattr(request, field) != getattr(run, field):
             raise DraftMismatch(f"the draft's {field} is not the one the gateway recorded for run {run.run_id}")
+    return request
+
+
+def cancellation(request: VerificationRequested, run: RunMeta | None) -> VerificationRequested:
+    """The ending the run gets, given its record: every draft of a run its owner
+    cancelled ends it ``cancelled`` (keeping the draft's trace), and only such a run may
+    be ended ``cancelled`` (:class:`DraftMismatch` otherwise), so no stage but the
+    gateway, which records the cancellation, can cancel a run."""
+    if run is not None and run.cancelled_at is not None:
+        if request.ending == "cancelled":
+            return request
+        return request.model_copy(update={"ending": "cancelled", "draft": None, "reason": None})
+    if request.ending == "cancelled":
+        raise DraftMismatch(f"run {request.run_id} was not cancelled by its owner")
     return request
 
 
@@ -78,6 +94,8 @@ def reason_code(
     finished_at: float,
 ) -> ReasonCode | None:
     """Why the run ends unanswered (None when it is answered)."""
+    if request.ending == "cancelled":
+        return "cancelled"
     if request.ending == "answer":
         if kept:
             return None

@@ -24,10 +24,10 @@ serves a run's result from ``final`` alone, so a client still gets one ``done``.
 No ``MULTI`` is needed (the verifier's Redis user has no transaction commands), and the
 owner key ends in ``:final`` so the shipped ACL pattern ``pm:run:*:final`` covers it.
 
-Keys written (TTLs from ``shared.streams``' policy): ``final_key(run)`` and
-``owner_key(run)`` for the result retention, ``progress_key(run)`` as a working key.
-Read: ``evidence_key(run)``, ``snapshot_key(run)``, ``meta_key(run)``
-(the gateway's record of the run, which every draft is held against).
+Every key is read and written through :class:`~shared.runstore.RunStore` (its TTL
+policy: the result and the published mark are kept for the run retention, the progress
+stream is a working key). Read: the run's evidence, snapshot and record (the gateway's
+record of the run, which every draft is held against).
 """
 
 from __future__ import annotations
@@ -35,22 +35,18 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from typing import Any
 
 import redis.asyncio as aioredis
-from pydantic import ValidationError
 from redis.exceptions import RedisError
 
-from shared.bus import publish
-from shared.messages import EvidenceMessage, ProgressEvent, RunMeta, RunResult, RunSnapshot
-from shared.streams import (
-    RESULT_TTL_SECONDS, evidence_key, final_key, meta_key, progress_key, run_key, snapshot_key, work_ttl,
-)
 from services.verifier.errors import RunBusy, StoreError
+from shared.messages import EvidenceMessage, RunMeta, RunResult, RunSnapshot
+from shared.runstore import RunStore, owner_key
+
+__all__ = ["Repository", "owner_key"]
 
 log = logging.getLogger("pmsearch.verifier")
 
-_DONE_SUFFIX = b"|published"
 # How long a draft may hold a run's finishing step: a few Redis round trips, so seconds
 # are plenty; a dead holder blocks the run's other drafts no longer than this. Keep it
 # well inside the span of a blocked draft's retries (the worker's reclaim idle time
@@ -62,14 +58,6 @@ BUSY_WAIT_SECONDS = 1.0
 _BUSY_POLL_SECONDS = 0.02
 
 
-def owner_key(run_id: str) -> str:
-    return run_key(run_id, "owner:final")
-
-
-def _text(value: Any) -> str:
-    return value.decode() if isinstance(value, bytes) else str(value)
-
-
 class Repository:
     """The verifier's reads and writes; one instance per Redis connection."""
 
@@ -79,8 +67,10 @@ class Repository:
         *,
         lease_seconds: float = OWNER_LEASE_SECONDS,
         busy_wait_seconds: float = BUSY_WAIT_SECONDS,
+        retention_days: float | None = None,
     ) -> None:
         self.redis = redis
+        self.store = RunStore(redis, retention_days=retention_days)
         self.lease_ms = max(1, int(lease_seconds * 1000))
         self.busy_wait_seconds = busy_wait_seconds
 
@@ -88,50 +78,27 @@ class Repository:
         """The run's evidence hash, field = message ID. Unreadable entries are skipped
         (and logged): a sentence citing one then fails as an unknown citation."""
         try:
-            raw = await self.redis.hgetall(evidence_key(run_id))
+            return await self.store.evidence(run_id)
         except RedisError as exc:
             raise StoreError(f"cannot read evidence of run {run_id}: {exc}") from exc
-        evidence: dict[str, EvidenceMessage] = {}
-        for field, value in raw.items():
-            message_id = _text(field)
-            try:
-                evidence[message_id] = EvidenceMessage.model_validate_json(value)
-            except ValidationError as exc:
-                log.warning("run %s: evidence %s unreadable, skipped: %s", run_id, message_id, exc)
-        return evidence
 
     async def snapshot(self, run_id: str) -> RunSnapshot | None:
         """The planner's trace and usage so far, for endings the planner did not write
         (the deadline watchdog's)."""
         try:
-            raw = await self.redis.get(snapshot_key(run_id))
+            return await self.store.snapshot(run_id)
         except RedisError as exc:
             raise StoreError(f"cannot read the snapshot of run {run_id}: {exc}") from exc
-        if raw is None:
-            return None
-        try:
-            return RunSnapshot.model_validate_json(raw)
-        except ValidationError:
-            log.warning("run %s: snapshot unreadable, ignored", run_id)
-            return None
 
     async def run_meta(self, run_id: str) -> RunMeta | None:
         """The gateway's record of the run; None when there is none (or it is unreadable)."""
         try:
-            raw = await self.redis.get(meta_key(run_id))
+            return await self.store.meta(run_id)
         except RedisError as exc:
             raise StoreError(f"cannot read the record of run {run_id}: {exc}") from exc
-        if raw is None:
-            return None
-        try:
-            return RunMeta.model_validate_json(raw)
-        except ValidationError:
-            log.warning("run %s: record unreadable, ignored", run_id)
-            return None
 
     async def stored_result(self, run_id: str) -> RunResult | None:
-        raw = await self.redis.get(final_key(run_id))
-        return None if raw is None else RunResult.model_validate_json(raw)
+        return await self.store.result(run_id)
 
     async def finish(self, result: RunResult, token: str, *, deadline: float | None = None) -> bool:
         """Store ``result`` unless the run already has one, and publish the run's stored
@@ -146,10 +113,7 @@ class Repository:
         try:
             if not await self._claim(run_id, token):
                 return False
-            stored = await self.redis.set(
-                final_key(run_id), result.model_dump_json(), nx=True, ex=RESULT_TTL_SECONDS
-            )
-            if not stored:
+            if not await self.store.store_result(result):
                 # Stored by an earlier finishing step that never published (it died, or
                 # this is its own redelivery): publish what is stored, not this draft.
                 earlier = await self.stored_result(run_id)
@@ -157,8 +121,8 @@ class Repository:
                     return False  # expired meanwhile: nothing left to publish
                 log.info("run %s: finishing the publication of a result stored earlier", run_id)
                 result = earlier
-            await self._publish(result, deadline)
-            await self.redis.set(owner_key(run_id), token.encode() + _DONE_SUFFIX, ex=RESULT_TTL_SECONDS)
+            await self.store.announce(result, deadline)
+            await self.store.mark_published(run_id, token)
         except RedisError as exc:
             raise StoreError(f"cannot write the result of run {run_id}: {exc}") from exc
         return True
@@ -167,37 +131,23 @@ class Repository:
         """Take the run's finishing lease (or find this draft already holds it). False
         when the run is already published; :class:`RunBusy` when another draft holds the
         lease and no result is stored."""
-        key = owner_key(run_id)
         give_up = time.monotonic() + self.busy_wait_seconds
         while True:
-            if await self.redis.set(key, token.encode(), nx=True, px=self.lease_ms):
+            if await self.store.claim_owner(run_id, token, self.lease_ms):
                 return True
-            held = await self.redis.get(key)
+            held = await self.store.owner(run_id)
             if held is None:
                 continue  # the lease ran out between the two commands: try again
-            if held.endswith(_DONE_SUFFIX):
+            holder, published = held
+            if published:
                 return False  # published: by another draft, or by this one before
-            if _text(held) == token:
+            if holder == token:
                 # This draft's own earlier delivery died inside the lease: carry on, with
                 # a fresh lease.
-                await self.redis.set(key, token.encode(), xx=True, px=self.lease_ms)
+                await self.store.renew_owner(run_id, token, self.lease_ms)
                 return True
-            if await self.redis.exists(final_key(run_id)):
+            if await self.store.finished(run_id):
                 return False  # another draft stored the result and is publishing it
             if time.monotonic() >= give_up:
                 raise RunBusy(f"run {run_id} is being finished by another draft; retried later")
             await asyncio.sleep(_BUSY_POLL_SECONDS)
-
-    async def _publish(self, result: RunResult, deadline: float | None) -> None:
-        progress = progress_key(result.run_id)
-        async with self.redis.pipeline(transaction=False) as pipe:
-            if result.answer is not None:
-                await publish(
-                    pipe,
-                    progress,
-                    ProgressEvent(event="answer", payload={"answer": result.answer.model_dump(mode="json")}),
-                )
-            await publish(pipe, progress, ProgressEvent(event="done", payload={"outcome": result.outcome}))
-            # The progress stream may have been created without a TTL; never extend one.
-            pipe.expire(progress, work_ttl(deadline), nx=True)
-            await pipe.execute()

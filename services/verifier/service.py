@@ -45,8 +45,17 @@ import logging
 import re
 import time
 from collections.abc import Mapping
-from datetime import timezone
+from datetime import UTC
 
+from services.verifier.citations import parse_structured, strip_markers
+from services.verifier.figures import normalize_figures, sentence_figures
+from services.verifier.outcome import degraded_hits, model_note, reason_code
+from services.verifier.question import Pinned, gives, pinned
+from services.verifier.quotes import extract_quotes
+from services.verifier.sources import Sources
+from services.verifier.splitter import split_sentences
+from services.verifier.support import blank_figures, content_words
+from services.verifier.support import unsupported_words as unsupported_words  # for calibration
 from shared.messages import (
     Answer,
     AnswerSentence,
@@ -62,15 +71,6 @@ from shared.messages import (
     Trace,
     VerificationRequested,
 )
-from services.verifier.citations import parse_structured, strip_markers
-from services.verifier.figures import normalize_figures, sentence_figures
-from services.verifier.outcome import degraded_hits, model_note, reason_code
-from services.verifier.question import Pinned, gives, pinned
-from services.verifier.quotes import extract_quotes
-from services.verifier.sources import Sources
-from services.verifier.splitter import split_sentences
-from services.verifier.support import blank_figures, content_words
-from services.verifier.support import unsupported_words as unsupported_words  # for calibration
 
 log = logging.getLogger("pmsearch.verifier")
 
@@ -290,7 +290,7 @@ def run_evidence(
 def _when(msg: EvidenceMessage) -> float:
     if msg.date is None:
         return float("-inf")
-    date = msg.date if msg.date.tzinfo else msg.date.replace(tzinfo=timezone.utc)
+    date = msg.date if msg.date.tzinfo else msg.date.replace(tzinfo=UTC)
     return date.timestamp()
 
 

@@ -17,12 +17,12 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from itertools import islice
 
+from services.verifier import figures
+from services.verifier.normalize import Normalized, find_phrase, normalize, normalize_with_map
+from services.verifier.question import MONTHS
+from services.verifier.support import cached_stem
 from shared.messages import EvidenceMessage, Excerpt
 from shared.steering import blanked
-from services.verifier import figures
-from services.verifier.question import MONTHS
-from services.verifier.normalize import Normalized, find_phrase, normalize, normalize_with_map
-from services.verifier.support import cached_stem
 
 _WORD = re.compile(r"\w+")
 # Passages are about PASSAGE_WORDS words. The best one is sought among windows of WINDOW

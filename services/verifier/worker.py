@@ -25,17 +25,18 @@ import time
 import redis.asyncio as aioredis
 from pydantic import ValidationError
 
+from services.verifier import metrics
+from services.verifier.errors import DraftMismatch, RequestContractError
+from services.verifier.outcome import cancellation, checked
+from services.verifier.repository import Repository
+from services.verifier.service import decide_with_verdict
 from shared.bus import connect
+from shared.health import run_worker
 from shared.messages import VerificationRequested
 from shared.settings import VerifierSettings, verifier_settings
 from shared.streams import DRAFTS
-from shared.telemetry import serve_metrics, setup_logging
+from shared.telemetry import setup_logging
 from shared.worker import Delivery, Policy, Worker
-from services.verifier import metrics
-from services.verifier.errors import DraftMismatch, RequestContractError
-from services.verifier.outcome import checked
-from services.verifier.repository import Repository
-from services.verifier.service import decide_with_verdict
 
 log = logging.getLogger("pmsearch.verifier")
 
@@ -47,12 +48,15 @@ def parse_request(data: bytes | str) -> VerificationRequested:
         raise RequestContractError(f"not a VerificationRequested: {exc}") from exc
 
 
-async def handle(request: VerificationRequested, delivery: Delivery, redis: aioredis.Redis) -> bool:
+async def handle(
+    request: VerificationRequested, delivery: Delivery, redis: aioredis.Redis, *, retention_days: float | None = None
+) -> bool:
     """Verify one draft and write its run's result; True if this call published it."""
     started = time.perf_counter()
-    repo = Repository(redis)
+    repo = Repository(redis, retention_days=retention_days)
     try:
-        request = checked(request, await repo.run_meta(request.run_id))
+        run = await repo.run_meta(request.run_id)
+        request = cancellation(checked(request, run), run)
     except DraftMismatch as exc:
         log.warning("run %s: refused a draft: %s", request.run_id, exc.detail)
         raise
@@ -68,7 +72,7 @@ async def handle(request: VerificationRequested, delivery: Delivery, redis: aior
     published = await repo.finish(result, delivery.entry_id, deadline=request.deadline)
     metrics.observe_verdict(verdict)
     if published:
-        metrics.observe_finished(result)
+        metrics.observe_finished(result, run)
     metrics.SECONDS.observe(time.perf_counter() - started)
     log.info(
         "run %s: %s (%s)",
@@ -91,7 +95,7 @@ def build_app(
     redis = connect(settings)
 
     async def on_draft(request: VerificationRequested, delivery: Delivery) -> None:
-        await handle(request, delivery, redis)
+        await handle(request, delivery, redis, retention_days=settings.run_retention_days)
 
     worker.subscribe(
         DRAFTS, VerificationRequested, on_draft,
@@ -103,10 +107,8 @@ def build_app(
 
 def main() -> None:
     settings = verifier_settings()
-    setup_logging(settings.log_level)
-    if settings.metrics_port:
-        serve_metrics(settings.metrics_port)
-    asyncio.run(build_app(settings).run())
+    setup_logging(settings, "verifier")
+    asyncio.run(run_worker(build_app(settings), settings))
 
 
 if __name__ == "__main__":

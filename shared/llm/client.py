@@ -41,6 +41,7 @@ from tenacity import (
     wait_random_exponential,
 )
 
+from shared.llm import metrics
 from shared.llm.breaker import CircuitBreaker
 from shared.llm.dialects import Dialect, reply_text, response_fields, schema_of
 from shared.llm.errors import ModelError, ModelOutputInvalid, ModelTimeout, ModelUnavailable
@@ -115,6 +116,7 @@ class ModelClient:
         self.breaker = breaker or CircuitBreaker(
             settings.breaker_failures, settings.breaker_reset_seconds
         )
+        metrics.watch_breaker(self.breaker)
         # Per process (one client per process and endpoint): requests in flight.
         self._turns = asyncio.Semaphore(settings.model_max_concurrency)
         headers = {"Content-Type": "application/json"}

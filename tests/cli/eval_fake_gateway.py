@@ -72,7 +72,7 @@ class FakeGateway:
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
-    def __enter__(self) -> "FakeGateway":
+    def __enter__(self) -> FakeGateway:
         self.thread.start()
         deadline = time.monotonic() + 10
         while not self.server.started:

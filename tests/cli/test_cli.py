@@ -84,3 +84,26 @@ def test_ask_streams_a_run_and_prints_the_verified_answer(demo_stack, stack_mode
     assert "step 0 first_search" in run.stdout
     assert "evidence" in run.stdout
     assert "answered" in run.stdout
+
+
+def test_ask_json_prints_only_the_finished_verified_run(demo_stack, stack_model):
+    import json
+
+    from tests.fixtures.brains import honest
+
+    stack_model.set_script(honest())
+    run = pmsearch(demo_stack, "ask", "Did the insurer accept the Golf claim?", "--json",
+                   key=demo_stack.demo_keys["acme/alice"])
+    assert run.returncode == 0, run.stderr
+    result = json.loads(run.stdout)  # nothing but the run on stdout
+    assert result["outcome"] == "answered" and result["answer"]["sentences"]
+    stored = demo_stack_run(demo_stack, result["run_id"], demo_stack.demo_keys["acme/alice"])
+    assert result == stored
+
+
+def demo_stack_run(stack, run_id: str, key: str) -> dict:
+    import httpx
+
+    resp = httpx.get(f"{stack.gateway_url}/v1/runs/{run_id}", headers={"Authorization": f"Bearer {key}"}, timeout=30)
+    assert resp.status_code == 200, resp.text
+    return resp.json()

@@ -71,7 +71,8 @@ CHILD = textwrap.dedent(
 
     index = Index(Path(sys.argv[1]), DIM)
     index.armed = True
-    Ingester(index, HashEmbedder(), int(sys.argv[3])).ingest_raw("acme", "alice", Path(sys.argv[2]).read_bytes())
+    data = Path(sys.argv[2]).read_bytes()
+    Ingester(index, HashEmbedder(), int(sys.argv[3])).ingest("acme", "alice", [(data, "INBOX", "message")])
     print("import finished", flush=True)
     """
 )
@@ -104,7 +105,7 @@ def test_a_message_cut_short_by_a_kill_is_completed_by_the_next_import(tmp_path)
     mid = message_key("acme", "survey@northwind.example", content_digest(data))
 
     reference = EdgeIndex(tmp_path / "reference", DIM)
-    Ingester(reference, HashEmbedder(), CHUNK_CHARS).ingest_raw("acme", "alice", data)
+    Ingester(reference, HashEmbedder(), CHUNK_CHARS).ingest("acme", "alice", [(data, "INBOX", "message")])
     whole = points_of(reference, mid)
     reference.close()
     assert whole > 8  # more than two batches of four
@@ -114,7 +115,7 @@ def test_a_message_cut_short_by_a_kill_is_completed_by_the_next_import(tmp_path)
     index = EdgeIndex(tmp_path / "shard", DIM)
     try:
         assert 0 < points_of(index, mid) < whole  # the kill left the message in part
-        report = Ingester(index, HashEmbedder(), CHUNK_CHARS).ingest_raw("acme", "alice", data)
+        report = Ingester(index, HashEmbedder(), CHUNK_CHARS).ingest("acme", "alice", [(data, "INBOX", "message")])
         assert (report.indexed, report.duplicate, report.collisions) == (1, 0, 0), report
         assert report.items[0].message_id == mid
         assert points_of(index, mid) == whole
@@ -122,6 +123,7 @@ def test_a_message_cut_short_by_a_kill_is_completed_by_the_next_import(tmp_path)
         stored = ScopedMailRepository(index, HashEmbedder()).message(scope, mid)
         assert stored.body.strip() == BODY.strip()
         # Whole now: a further import is a duplicate.
-        assert Ingester(index, HashEmbedder(), CHUNK_CHARS).ingest_raw("acme", "alice", data).duplicate == 1
+        again = Ingester(index, HashEmbedder(), CHUNK_CHARS).ingest("acme", "alice", [(data, "INBOX", "message")])
+        assert again.duplicate == 1
     finally:
         index.close()

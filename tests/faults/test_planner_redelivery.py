@@ -44,7 +44,6 @@ from tests.fixtures.scripted_model import Reply
 from tests.services.planner.test_service import ACCEPT, PHOTOS, QUESTION, hit, published
 from tests.shared.llm.helpers import settings
 
-
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -105,7 +104,7 @@ async def play_searcher(planner: Planner, redis, req: RunRequested) -> int:
             ]
             done = ToolBatchCompleted(run_id=req.run_id, tenant_id="acme", scope_token=req.scope_token,
                                       deadline=req.deadline, step=batch.step, outcomes=outcomes)
-            deliveries += await deliver(lambda: planner.observe(done))
+            deliveries += await deliver(lambda done=done: planner.observe(done))
 
 
 def crash_on_publish(planner: Planner, stream: str, step: int | None = None) -> None:

@@ -24,7 +24,13 @@ import redis
 
 from shared.bus import decode, encode
 from shared.messages import (
-    AnswerRequested, DraftSentence, RunRequested, ToolBatchRequested, Trace, Usage, VerificationRequested,
+    AnswerRequested,
+    DraftSentence,
+    RunRequested,
+    ToolBatchRequested,
+    Trace,
+    Usage,
+    VerificationRequested,
 )
 from shared.streams import ANSWERS, DRAFTS, RUNS, TOOLS, dead_letter, evidence_key, final_key, meta_key
 from tests.faults.worker_proc import GROUP, POLICY, Task

@@ -10,7 +10,7 @@ import subprocess
 import sys
 import time
 import uuid
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
@@ -71,16 +71,16 @@ def test_revoking_an_unknown_key_is_404(api):
 
 
 def test_an_expired_key_gets_401(api):
-    soon = datetime.now(timezone.utc) + timedelta(seconds=2)
+    soon = datetime.now(UTC) + timedelta(seconds=2)
     created = create(api, expires_at=soon.isoformat())
     assert probe(api, created["key"]).status_code == 404
-    time.sleep(max(0.0, (soon - datetime.now(timezone.utc)).total_seconds()) + 0.2)
+    time.sleep(max(0.0, (soon - datetime.now(UTC)).total_seconds()) + 0.2)
     unauthorized(probe(api, created["key"]), "expired")
     listed = api.http.get("/v1/admin/keys", headers=api.admin_headers).json()["keys"]
     assert next(k for k in listed if k["key_id"] == created["record"]["key_id"])["status"] == "expired"
 
 
-@pytest.mark.parametrize("expires_at,why", [((datetime.now(timezone.utc) - timedelta(days=1)).isoformat(), "future"),
+@pytest.mark.parametrize("expires_at,why", [((datetime.now(UTC) - timedelta(days=1)).isoformat(), "future"),
                                             ("2030-01-01T00:00:00", "timezone")], ids=["past", "zoneless"])
 def test_a_key_cannot_be_created_already_expired_or_with_a_zoneless_expiry(api, expires_at, why):
     resp = api.http.post("/v1/admin/keys", json=spec(expires_at=expires_at), headers=api.admin_headers)

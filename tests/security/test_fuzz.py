@@ -20,7 +20,7 @@ import json
 import os
 import quopri
 import string
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -114,7 +114,8 @@ def header_values(draw) -> str:
             "Tue, 1 Jan 0001 00:00:00 +2400", "Sun, 31 Dec 9999 23:59:60 -1200", "",
         ]))
     if kind == 4:  # message ids
-        return " ".join(draw(st.lists(st.sampled_from(["<a@b>", "<>", "<<x@y>>", "a@b", "<\x00@x>", "<é@ü>", "<" + "a" * 300 + "@x>"]), max_size=4)))
+        ids = ["<a@b>", "<>", "<<x@y>>", "a@b", "<\x00@x>", "<é@ü>", "<" + "a" * 300 + "@x>"]
+        return " ".join(draw(st.lists(st.sampled_from(ids), max_size=4)))
     if kind == 5:  # a folded or very long line
         return draw(_text(20)) + "\r\n\t" + draw(_text(20)) + "x" * draw(st.sampled_from([0, 1000, 20000]))
     return draw(st.text(st.characters(min_codepoint=0, max_codepoint=0x7F), max_size=40))
@@ -158,7 +159,9 @@ def mime_parts(draw, depth: int = 0) -> bytes:
     if draw(st.booleans()):
         name = draw(st.sampled_from(["a.pdf", "a.txt", "b.html", "", "x" * 300, "%E9t%C3.pdf", "a\x00.pdf"]))
         disp = draw(st.sampled_from(["attachment", "inline", "bogus", ""]))
-        style = draw(st.sampled_from([f'; filename="{name}"', f"; filename*=utf-8''{name}", f"; filename*0*=x'y'{name}; filename*1={name}"]))
+        style = draw(
+            st.sampled_from([f'; filename="{name}"', f"; filename*=utf-8''{name}", f"; filename*0*=x'y'{name}; filename*1={name}"])
+        )
         lines.append(f"Content-Disposition: {disp}{style}".encode("utf-8", "surrogatepass"))
     head = b"\r\n".join(lines)
     if ctype.startswith("multipart/") and depth < 3:
@@ -198,7 +201,8 @@ def mutated_seeds(draw) -> bytes:
         if op == 0:  # overwrite
             raw[i : i + n] = draw(_bytes(n))
         elif op == 1:  # insert
-            raw[i:i] = draw(st.one_of(_bytes(draw(st.integers(0, 64))), st.sampled_from([b"\r\n\r\n", b"--", b"=?", b"?=", b"\x00", b"=\r\n", b"<", b"&#"])))
+            tokens = [b"\r\n\r\n", b"--", b"=?", b"?=", b"\x00", b"=\r\n", b"<", b"&#"]
+            raw[i:i] = draw(st.one_of(_bytes(draw(st.integers(0, 64))), st.sampled_from(tokens)))
         elif op == 2:  # delete
             del raw[i : i + n]
         else:  # duplicate a span (repeated boundaries, headers, parts)
@@ -270,8 +274,9 @@ def evidence_sets(draw) -> dict[str, EvidenceMessage]:
         attachments = draw(st.lists(st.tuples(_text(10), st.lists(st.sampled_from(WORDS + FIGURES + MARKS), max_size=30)), max_size=2))
         mid = _message_id(i)
         out[mid] = EvidenceMessage(
-            message_id=mid, tenant_id=TENANT, thread_id="t", mailbox="box", sender=draw(st.sampled_from(["", "anna@insurer.example", "Anna <a@b>"])),
-            date=draw(st.sampled_from([None, datetime(2025, 11, 29, 10, 30, tzinfo=timezone.utc), datetime(1, 1, 1), datetime(9999, 12, 31)])),
+            message_id=mid, tenant_id=TENANT, thread_id="t", mailbox="box",
+            sender=draw(st.sampled_from(["", "anna@insurer.example", "Anna <a@b>"])),
+            date=draw(st.sampled_from([None, datetime(2025, 11, 29, 10, 30, tzinfo=UTC), datetime(1, 1, 1), datetime(9999, 12, 31)])),
             subject=draw(_text(20)), body=" ".join(body),
             attachments=[EvidenceAttachment(name=n, text=" ".join(t)) for n, t in attachments],
         )
@@ -345,7 +350,10 @@ def test_fuzz_decide_on_random_endings(case, ending, data):
     draft, evidence, question = case
     ids = list(evidence) + ["m000000000999"]
     hits = [
-        Hit(message_id=data.draw(st.sampled_from(ids)), thread_id="t", mailbox="box", sender="", date=None, subject="", snippet="", score=0.0)
+        Hit(
+            message_id=data.draw(st.sampled_from(ids)), thread_id="t", mailbox="box", sender="", date=None, subject="",
+            snippet="", score=0.0,
+        )
         for _ in range(data.draw(st.integers(0, 3)))
     ]
     request = VerificationRequested(

@@ -12,12 +12,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import socket
 import threading
 import time
 import uuid
-
-import json
 
 import httpx
 import pytest
@@ -66,7 +65,7 @@ class Gateway:
         self.thread = threading.Thread(target=self.server.run, daemon=True)
         self.http = httpx.Client(base_url=self.url, timeout=30)
 
-    def __enter__(self) -> "Gateway":
+    def __enter__(self) -> Gateway:
         self.thread.start()
         deadline = time.monotonic() + 30
         while not self.server.started:

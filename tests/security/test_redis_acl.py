@@ -22,13 +22,13 @@ SERVICES = [u for u in USERS if u != "admin"]
 
 # Which stage consumes which stream, and who produces to it (shared/streams.py).
 INPUTS = {
-    "searcher": ["pm:queries", "pm:ingest", "pm:tools"],
+    "searcher": ["pm:queries", "pm:lookups", "pm:ingest", "pm:tools"],
     "planner": ["pm:runs", "pm:observations"],
     "answerer": ["pm:answers"],
     "verifier": ["pm:drafts"],
 }
 PRODUCED = [
-    ("gateway", "pm:queries"), ("gateway", "pm:ingest"), ("gateway", "pm:runs"), ("gateway", "pm:drafts"),
+    ("gateway", "pm:queries"), ("gateway", "pm:lookups"), ("gateway", "pm:ingest"), ("gateway", "pm:runs"), ("gateway", "pm:drafts"),
     ("planner", "pm:tools"), ("planner", "pm:answers"), ("planner", "pm:drafts"),
     ("searcher", "pm:observations"),
     ("answerer", "pm:drafts"),

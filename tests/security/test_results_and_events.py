@@ -44,7 +44,7 @@ def _fresh_budgets(api, stack_model, demo_stack):
     while _HANGING:
         run_id = _HANGING.pop()
         time.sleep(max(0.0, run_meta(demo_stack, run_id).deadline + 2 - time.time()))
-        wait_for(lambda: admin.exists(streams.final_key(run_id)), timeout=30)
+        wait_for(lambda run_id=run_id: admin.exists(streams.final_key(run_id)), timeout=30)
         time.sleep(1.0)
     stack_model.reset()
 

@@ -82,13 +82,13 @@ def pmsearch(stack, *args: str, key: str) -> subprocess.CompletedProcess:
 def hostile_mailbox_key(api) -> str:
     """A mailbox holding one mail whose subject and sender carry markup and escapes."""
     raw = (
-        "From: =?utf-8?q?[link=https://evil.example]Bank[/link]_=1B[31m?= <billing@vendor.example>\r\n"
-        "To: alice@acme.example\r\n"
-        "Subject: =?utf-8?q?Invoice_[/dim]_paid_=1B]8;;https://evil.example=07x=1B[2J?=\r\n"
-        "Message-ID: <terminal-injection-1@vendor.example>\r\n"
-        "Date: Tue, 05 Mar 2024 10:00:00 +0000\r\n\r\n"
-        "The invoice INV-2024-9001 was paid on 5 March. [bold red]Verified[/] \x1b[2J\r\n"
-    ).encode()
+        b"From: =?utf-8?q?[link=https://evil.example]Bank[/link]_=1B[31m?= <billing@vendor.example>\r\n"
+        b"To: alice@acme.example\r\n"
+        b"Subject: =?utf-8?q?Invoice_[/dim]_paid_=1B]8;;https://evil.example=07x=1B[2J?=\r\n"
+        b"Message-ID: <terminal-injection-1@vendor.example>\r\n"
+        b"Date: Tue, 05 Mar 2024 10:00:00 +0000\r\n\r\n"
+        b"The invoice INV-2024-9001 was paid on 5 March. [bold red]Verified[/] \x1b[2J\r\n"
+    )
     mailbox = "sec-terminal"
     resp = api.http.post(
         "/v1/admin/ingest",

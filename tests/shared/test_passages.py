@@ -4,7 +4,7 @@ that a reply's refs map back to message ids, inside one fence that mail cannot f
 from __future__ import annotations
 
 import re
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from pydantic import ValidationError
@@ -21,7 +21,7 @@ def msg(mid: str, body: str, *, thread: str = "t1", day: int = 1, sender: str = 
         subject: str = "Claim CLM-1", attachments: list[EvidenceAttachment] | None = None) -> EvidenceMessage:
     return EvidenceMessage(
         message_id=mid, tenant_id="acme", thread_id=thread, mailbox="alice", sender=sender,
-        date=datetime(2024, 3, 1, tzinfo=timezone.utc) + timedelta(days=day), subject=subject, body=body,
+        date=datetime(2024, 3, 1, tzinfo=UTC) + timedelta(days=day), subject=subject, body=body,
         attachments=attachments or [],
     )
 

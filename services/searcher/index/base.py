@@ -88,7 +88,7 @@ class ChunkPayload(BaseModel):
         return data
 
     @model_validator(mode="after")
-    def _derive(self) -> "ChunkPayload":
+    def _derive(self) -> ChunkPayload:
         if not self.deliveries and not self.quarantined_deliveries:
             raise ValueError("a message needs at least one delivery")
         for name, value in delivery_fields(self.deliveries, self.quarantined_deliveries).items():

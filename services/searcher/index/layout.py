@@ -8,10 +8,9 @@ to its own client's classes, so the two cannot drift apart in what a filter mean
 from __future__ import annotations
 
 import json
-import re
 import uuid
 from dataclasses import dataclass
-from typing import Any, Hashable, Iterable, Union
+from typing import Any, Hashable, Iterable
 
 from services.searcher.index.base import (
     POINT_NAMESPACE,
@@ -84,10 +83,10 @@ class Between:
 class Either:
     """At least one of ``conditions`` holds."""
 
-    conditions: tuple["Condition", ...]
+    conditions: tuple[Condition, ...]
 
 
-Condition = Union[Match, AnyOf, Between, Either]
+Condition = Match | AnyOf | Between | Either
 
 
 @dataclass(frozen=True)

@@ -9,9 +9,11 @@ serve.
 from __future__ import annotations
 
 import logging
+from http import HTTPStatus
 from typing import Any, Mapping, Sequence
 
 from qdrant_client import QdrantClient, models
+from qdrant_client.http.exceptions import UnexpectedResponse
 
 from services.searcher.index import bm25, layout
 from services.searcher.index.base import (
@@ -49,11 +51,19 @@ class ServerIndex:
         if client.collection_exists(collection):
             self._check_layout()
         else:
-            client.create_collection(
-                collection,
-                vectors_config={layout.DENSE: models.VectorParams(size=dim, distance=models.Distance.COSINE)},
-                sparse_vectors_config={layout.SPARSE: models.SparseVectorParams(modifier=models.Modifier.IDF)},
-            )
+            try:
+                client.create_collection(
+                    collection,
+                    vectors_config={layout.DENSE: models.VectorParams(size=dim, distance=models.Distance.COSINE)},
+                    sparse_vectors_config={layout.SPARSE: models.SparseVectorParams(modifier=models.Modifier.IDF)},
+                )
+            except UnexpectedResponse as exc:
+                # Two replicas starting together both saw no collection; the other one
+                # created it first. Its layout must still be ours.
+                if exc.status_code != HTTPStatus.CONFLICT:
+                    raise
+                log.info("collection %s was created by another replica meanwhile", collection)
+                self._check_layout()
         existing = set(client.get_collection(collection).payload_schema or {})
         for field in _INDEXED:
             if field not in existing:

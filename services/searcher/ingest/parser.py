@@ -16,7 +16,7 @@ import hashlib
 import mimetypes
 import re
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from email import policy
 from email.message import Message
 from email.parser import BytesParser
@@ -189,7 +189,7 @@ def _date(msg: Message) -> datetime | None:
     if dt is None:
         return None
     # "-0000" means "zone unknown" (RFC 5322) and parses naive; UTC is the honest guess.
-    return dt if dt.tzinfo else dt.replace(tzinfo=timezone.utc)
+    return dt if dt.tzinfo else dt.replace(tzinfo=UTC)
 
 
 # -- MIME walk ----------------------------------------------------------------------

@@ -79,7 +79,7 @@ def normalize_subject(subject: str) -> str:
 
 
 def _key(prefix: str, tenant_id: str, value: str) -> str:
-    digest = hashlib.sha256(f"{tenant_id}\x00{value}".encode("utf-8")).hexdigest()
+    digest = hashlib.sha256(f"{tenant_id}\x00{value}".encode()).hexdigest()
     return prefix + digest[:12]
 
 

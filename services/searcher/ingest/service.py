@@ -55,18 +55,6 @@ class IngestReport(BaseModel):
     # One outcome per input message, ``index`` being its position in the input.
     items: list[IngestItem] = Field(default_factory=list)
 
-    def merge(self, other: "IngestReport") -> "IngestReport":
-        return IngestReport(
-            indexed=self.indexed + other.indexed,
-            duplicate=self.duplicate + other.duplicate,
-            error=self.error + other.error,
-            chunks=self.chunks + other.chunks,
-            deliveries=self.deliveries + other.deliveries,
-            collisions=self.collisions + other.collisions,
-            errors=self.errors + other.errors,
-            items=self.items + other.items,
-        )
-
 
 @dataclass
 class _RunState:
@@ -147,11 +135,6 @@ class Ingester:
             self._flush(tenant_id, mailbox, pending, state, report)
         report.items.sort(key=lambda item: item.index)
         return report
-
-    def ingest_raw(self, tenant_id: str, mailbox: str, raw: bytes, *, folder: str = "INBOX",
-                   label: str = "message") -> IngestReport:
-        """One raw RFC 822 message (the admin API's ingest)."""
-        return self.ingest(tenant_id, mailbox, [(raw, folder, label)])
 
     # -- steps -----------------------------------------------------------------------
 

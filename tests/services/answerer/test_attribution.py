@@ -3,7 +3,7 @@ model pointed at."""
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pytest
 
@@ -14,7 +14,7 @@ from shared.messages import EvidenceAttachment, EvidenceMessage
 def msg(mid: str, body: str, *, subject: str = "Claim", attachments: list[EvidenceAttachment] | None = None) -> EvidenceMessage:
     return EvidenceMessage(
         message_id=mid, tenant_id="acme", thread_id="t1", mailbox="alice", sender="Someone <someone@example.com>",
-        date=datetime(2024, 3, 1, tzinfo=timezone.utc), subject=subject, body=body, attachments=attachments or [],
+        date=datetime(2024, 3, 1, tzinfo=UTC), subject=subject, body=body, attachments=attachments or [],
     )
 
 
@@ -72,12 +72,16 @@ def test_no_more_than_max_sources():
 
 
 def test_a_quoted_copy_of_a_message_does_not_count_for_the_reply_that_quotes_it():
-    reply = msg("reply", "Thanks, noted.\n\nOn Wed, 3 Apr 2024, Sabine Roth wrote:\n> Northwind accepts the claim and pays EUR 2,115.50 by 12 April.")
+    reply = msg(
+        "reply",
+        "Thanks, noted.\n\nOn Wed, 3 Apr 2024, Sabine Roth wrote:\n> Northwind accepts the claim and pays EUR 2,115.50 by 12 April.",
+    )
     assert attribute("Northwind accepts the claim and pays EUR 2,115.50.", [reply, ACCEPT], preferred=["reply"]) == ["accept"]
 
 
 def test_attachment_text_counts():
-    letter = msg("letter", "See attached.", attachments=[EvidenceAttachment(name="decision.pdf", text="Decision: ACCEPTED. Payout EUR 2,115.50.")])
+    decision = EvidenceAttachment(name="decision.pdf", text="Decision: ACCEPTED. Payout EUR 2,115.50.")
+    letter = msg("letter", "See attached.", attachments=[decision])
     assert attribute("The payout is EUR 2,115.50.", [PHOTOS, letter]) == ["letter"]
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import time
 import uuid
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pytest
 
@@ -25,7 +25,7 @@ QUESTION = "Did the insurer accept the Golf claim?"
 def msg(mid: str, body: str, day: int) -> EvidenceMessage:
     return EvidenceMessage(
         message_id=mid, tenant_id="acme", thread_id="t-golf", mailbox="alice", sender="Sabine Roth <sabine@northwind.example>",
-        date=datetime(2024, 3, day, tzinfo=timezone.utc), subject="Claim CLM-2024-55817", body=body,
+        date=datetime(2024, 3, day, tzinfo=UTC), subject="Claim CLM-2024-55817", body=body,
     )
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import time
 import uuid
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pytest
 
@@ -51,7 +51,7 @@ QUESTION = "Did the insurer accept the Golf claim?"
 def msg(mid: str, body: str, day: int, thread: str = "t-golf") -> EvidenceMessage:
     return EvidenceMessage(
         message_id=mid, tenant_id="acme", thread_id=thread, mailbox="alice", sender="Sabine Roth <sabine@northwind.example>",
-        date=datetime(2024, 3, day, tzinfo=timezone.utc), subject="Claim CLM-2024-55817", body=body,
+        date=datetime(2024, 3, day, tzinfo=UTC), subject="Claim CLM-2024-55817", body=body,
     )
 
 
@@ -94,7 +94,10 @@ async def found(planner: Planner, req: RunRequested, step: int, *messages: Evide
         message_ids=[m.message_id for m in messages], output=HitsResult(hits=[hit(m) for m in messages]),
     )
     await planner.observe(
-        ToolBatchCompleted(run_id=req.run_id, tenant_id="acme", scope_token=req.scope_token, deadline=req.deadline, step=step, outcomes=[outcome])
+        ToolBatchCompleted(
+            run_id=req.run_id, tenant_id="acme", scope_token=req.scope_token, deadline=req.deadline, step=step,
+            outcomes=[outcome],
+        )
     )
 
 

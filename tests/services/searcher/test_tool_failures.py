@@ -34,7 +34,8 @@ def test_an_unexpected_error_fails_only_its_own_call(tmp_path):
     embedder = BrokenEmbedder()
     index = EdgeIndex(tmp_path / "index", embedder.dim)
     try:
-        report = Ingester(index, embedder).ingest_raw("acme", "alice", raw(mail("The insurer accepts the Golf claim.", subject="Golf claim")))
+        message = raw(mail("The insurer accepts the Golf claim.", subject="Golf claim"))
+        report = Ingester(index, embedder).ingest("acme", "alice", [(message, "INBOX", "message")])
         assert report.indexed == 1
         embedder.broken = True
         runner = ToolRunner(ScopedMailRepository(index, embedder))

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from shared.messages import (
     Draft,
@@ -78,7 +78,7 @@ def message(
         thread_id="th-golf",
         mailbox="inbox@acme.example",
         sender=sender,
-        date=date or datetime(2025, 11, 29, 10, 30, tzinfo=timezone.utc),
+        date=date or datetime(2025, 11, 29, 10, 30, tzinfo=UTC),
         subject=subject,
         body=body,
         attachments=[EvidenceAttachment(name=k, text=v) for k, v in (attachments or {}).items()],

@@ -8,11 +8,11 @@ import uuid
 import pytest
 import redis
 
-from shared.settings import VerifierSettings
-from shared.streams import evidence_key, final_key
 from services.verifier.audit import verify_command
 from services.verifier.errors import AuditInputError
 from services.verifier.service import decide
+from shared.settings import VerifierSettings
+from shared.streams import evidence_key, final_key
 from tests.services.verifier.factory import M1, NEVER, evidence, request
 
 

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
+from services.verifier.service import decide, decide_with_verdict
 from shared.messages import (
     Hit,
     RemovedSentence,
@@ -13,7 +14,6 @@ from shared.messages import (
     Trace,
     Usage,
 )
-from services.verifier.service import decide, decide_with_verdict
 from tests.services.verifier.factory import (
     FOREIGN,
     M1,
@@ -123,7 +123,7 @@ def test_evidence_under_a_wrong_key_is_ignored() -> None:
 
 
 def test_evidence_lists_cited_messages_first_then_newest() -> None:
-    old = message("m000000000001", "old", date=datetime(2020, 1, 1, tzinfo=timezone.utc))
+    old = message("m000000000001", "old", date=datetime(2020, 1, 1, tzinfo=UTC))
     new = message("m000000000002", "new", date=datetime(2026, 1, 1))  # naive: read as UTC
     undated = message("m000000000003", "undated")
     undated.date = None

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pytest
 
@@ -120,7 +120,7 @@ def test_a_name_only_another_thread_holds_does_not_count() -> None:
 
 
 def test_a_month_is_named_in_the_text_or_by_the_messages_date() -> None:
-    receipt = evidence()[M6].model_copy(update={"date": datetime(2024, 6, 2, tzinfo=timezone.utc)})
+    receipt = evidence()[M6].model_copy(update={"date": datetime(2024, 6, 2, tzinfo=UTC)})
     in_text = _verify("What did StreamFlix charge me in March?", ("Amount charged: EUR 12.99.", M6))
     by_date = _verify("What did StreamFlix charge me in June?", ("Amount charged: EUR 12.99.", M6), extra=[receipt])
     neither = _verify("What did StreamFlix charge me in October?", ("Amount charged: EUR 12.99.", M6))

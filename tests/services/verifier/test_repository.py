@@ -9,13 +9,16 @@ import uuid
 import pytest
 import redis.asyncio as aioredis
 
-from shared.bus import decode
-from shared.messages import ProgressEvent, RunResult
-from shared.streams import RESULT_TTL_SECONDS, WORK_MARGIN_SECONDS, evidence_key, final_key, progress_key
 from services.verifier.errors import StoreError
 from services.verifier.repository import Repository, owner_key
 from services.verifier.service import decide
+from shared.bus import decode
+from shared.messages import ProgressEvent, RunResult
+from shared.runstore import WORK_MARGIN_SECONDS, retention_seconds
+from shared.streams import evidence_key, final_key, progress_key
 from tests.services.verifier.factory import M1, evidence, request
+
+RESULT_TTL_SECONDS = retention_seconds()  # the default run retention
 
 
 @pytest.fixture

@@ -8,11 +8,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from shared.messages import Draft
 from services.verifier.normalize import normalize
-from services.verifier.service import UNSUPPORTED_THRESHOLD, decide, unsupported_words, verify
+from services.verifier.service import decide, unsupported_words, verify
 from services.verifier.sources import Sources
 from services.verifier.support import _WORD, stem, stems_of
+from shared.messages import Draft
 from tests.services.verifier.factory import M1, M6, M6_BODY, evidence, message, request
 from tests.services.verifier.test_properties import SETTINGS
 

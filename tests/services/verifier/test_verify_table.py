@@ -6,8 +6,8 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from shared.messages import Draft, DraftSentence
 from services.verifier.service import verify
+from shared.messages import Draft, DraftSentence
 from tests.services.verifier.factory import FOREIGN, M1, M2, M3, M4, M5, M6, NEVER, evidence
 
 ANY = object()

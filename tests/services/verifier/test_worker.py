@@ -12,13 +12,13 @@ import pytest
 import redis.asyncio as aioredis
 from faststream.redis import RedisBroker, StreamSub
 
+from services.verifier import worker
+from services.verifier.repository import Repository
 from shared.bus import decode, encode, publish
 from shared.messages import ProgressEvent, RunResult, VerificationRequested
 from shared.settings import VerifierSettings
 from shared.streams import DRAFTS, GROUP, dead_letter, evidence_key, final_key, meta_key, progress_key
 from shared.worker import Policy
-from services.verifier import worker
-from services.verifier.repository import Repository
 from tests.services.verifier.factory import M1, evidence, request, run_record
 
 

@@ -3,7 +3,7 @@ small corpus of mail across two tenants, embedded once per module."""
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pytest
 
@@ -15,7 +15,7 @@ ACME, BETA = "acme", "beta"
 
 
 def _ts(day: str) -> datetime:
-    return datetime.fromisoformat(day).replace(tzinfo=timezone.utc)
+    return datetime.fromisoformat(day).replace(tzinfo=UTC)
 
 
 # (key, tenant, mailbox, thread, sender, recipients, day, subject, text, extras)

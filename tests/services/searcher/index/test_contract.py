@@ -3,7 +3,7 @@ standing in for a server."""
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -146,7 +146,7 @@ def test_quarantined_is_never_returned(index, embedder, corpus):
 
 
 def _utc(day: str) -> float:
-    return datetime.fromisoformat(day).replace(tzinfo=timezone.utc).timestamp()
+    return datetime.fromisoformat(day).replace(tzinfo=UTC).timestamp()
 
 
 @pytest.mark.parametrize(

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from email import policy
 from email.message import EmailMessage
 from email.utils import format_datetime
-from datetime import datetime, timezone
 
 
 def make_pdf(lines: list[str]) -> bytes:
@@ -29,7 +29,7 @@ def mail(
     cc: str | None = None,
     in_reply_to: str | None = None,
     references: str | None = None,
-    date: datetime | None = datetime(2024, 3, 12, 9, 30, tzinfo=timezone.utc),
+    date: datetime | None = datetime(2024, 3, 12, 9, 30, tzinfo=UTC),
     headers: dict[str, str] | None = None,
     html: str | None = None,
 ) -> EmailMessage:

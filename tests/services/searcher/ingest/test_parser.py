@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import base64
-from datetime import timezone
+from datetime import UTC
 
 import pytest
 
@@ -54,7 +54,7 @@ def test_missing_message_id_gets_a_stable_synthetic_id():
 def test_dates_without_zone_or_broken():
     base = b"From: a@x.example\nSubject: s\nMessage-ID: <d@x>\n"
     naive = parse_message(base + b"Date: Tue, 12 Mar 2024 10:00:00 -0000\n\nhi\n")
-    assert naive.date is not None and naive.date.tzinfo == timezone.utc
+    assert naive.date is not None and naive.date.tzinfo == UTC
     assert parse_message(base + b"Date: not a date at all\n\nhi\n").date is None
     assert parse_message(base + b"\nhi\n").date is None
 

@@ -3,7 +3,7 @@ batching, and malformed input that is reported while the rest is imported."""
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 from services.searcher.index.base import IndexFilter, delivery_key
 from services.searcher.ingest.identity import content_digest
@@ -12,7 +12,7 @@ from services.searcher.ingest.service import Ingester
 
 from .mails import mail, make_pdf, raw
 
-T0 = datetime(2024, 3, 1, 9, 0, tzinfo=timezone.utc)
+T0 = datetime(2024, 3, 1, 9, 0, tzinfo=UTC)
 
 
 def items(*msgs, folder="INBOX"):
@@ -106,7 +106,7 @@ def test_payload_fields_and_attachment_chunks(index, embedder):
     assert body.recipients == ["bob@acme.example", "alice@acme.example"]
     assert body.recipient_names == ["Bob Keller <bob@acme.example>", "alice@acme.example"]
     assert body.has_attachments and body.attachment_names == ["INV-2024-0173.pdf", "notes.txt", "notes (2).txt", "photo.jpg"]
-    assert body.date == datetime(2024, 3, 12, 9, 30, tzinfo=timezone.utc) and body.date_ts == body.date.timestamp()
+    assert body.date == datetime(2024, 3, 12, 9, 30, tzinfo=UTC) and body.date_ts == body.date.timestamp()
     assert body.source_text == "Invoice attached."
     assert body.deliveries == [delivery_key("alice", "INBOX")] and not body.quarantined and body.mailboxes == ["alice"]
     assert body.message_id == key_of("acme", msg) and body.rfc_message_id == "inv@x"

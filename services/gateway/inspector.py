@@ -1,0 +1,130 @@
+"""The run inspector page: ``GET /runs/{id}``.
+
+A browser cannot send a bearer header when it navigates, and a key must never travel in
+a URL, so the page itself carries no run data: it is a server-rendered shell whose one
+script (``static/inspector.js``) asks for the key in a form, keeps it in the tab's
+``sessionStorage`` and fetches ``/runs/{id}/data`` and the SSE stream
+``/runs/{id}/events`` with an ``Authorization`` header (a streaming ``fetch``, since
+``EventSource`` cannot send one). Those two answer a key of the run's principal and
+scope (else the 404 of a run that does not exist, as ``GET /v1/runs/{id}``) or the admin
+token, which sees any run.
+
+Mail text is untrusted: templates autoescape, the script writes text only with
+``textContent``, and every page answer carries a Content-Security-Policy that allows no
+inline script, no other origin and no form submission.
+"""
+
+from __future__ import annotations
+
+import re
+import secrets
+from pathlib import Path
+from typing import Annotated
+
+from fastapi import APIRouter, FastAPI, Header, Request
+from fastapi.responses import FileResponse, HTMLResponse
+from jinja2 import Environment, FileSystemLoader, select_autoescape
+
+from services.gateway.admission import HeldEventSource
+from services.gateway.errors import NotFound
+from services.gateway.inspection import Inspector, RunView, Viewer
+from services.gateway.runs import parse_last_event_id
+from shared.runstore import RunStore
+
+HERE = Path(__file__).parent
+STATIC = {"inspector.js": "text/javascript", "inspector.css": "text/css"}
+_RUN_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
+CSP = (
+    "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; "
+    "img-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+)
+PAGE_HEADERS = {
+    "Content-Security-Policy": CSP,
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "no-referrer",
+    "Cache-Control": "no-store",
+}
+
+_templates = Environment(
+    loader=FileSystemLoader(HERE / "templates"),
+    autoescape=select_autoescape(["html"], default=True),
+)
+
+router = APIRouter(tags=["inspector"])
+
+
+def _bearer(authorization: str | None) -> str | None:
+    if authorization and authorization.lower().startswith("bearer "):
+        return authorization[7:].strip()
+    return None
+
+
+async def viewer(request: Request, authorization: Annotated[str | None, Header()] = None) -> Viewer:
+    """The admin when the bearer token is the admin token, else the key's holder (401
+    for a missing or unknown key)."""
+    token = _bearer(authorization)
+    admin = request.app.state.service.settings.admin_token
+    if token and admin and secrets.compare_digest(token.encode(), admin.get_secret_value().encode()):
+        return Viewer(record=None)
+    return Viewer(record=await request.app.state.service.authenticate(token))
+
+
+def _inspector(request: Request) -> Inspector:
+    return Inspector(RunStore(request.app.state.service.redis))
+
+
+def _run_id(run_id: str) -> str:
+    if not _RUN_ID.fullmatch(run_id):
+        raise NotFound(f"no run {run_id[:64]}")
+    return run_id
+
+
+@router.get("/runs/{run_id}", response_class=HTMLResponse, include_in_schema=False)
+async def page(run_id: str) -> HTMLResponse:
+    """The page's shell; the script fills it once the viewer has given a key."""
+    html = _templates.get_template("inspector.html").render(run_id=_run_id(run_id))
+    return HTMLResponse(html, headers=PAGE_HEADERS)
+
+
+@router.get("/runs/{run_id}/data", response_model=RunView, include_in_schema=False)
+async def data(run_id: str, request: Request, authorization: Annotated[str | None, Header()] = None) -> RunView:
+    """What the inspector shows of a run: record, budgets, result when finished and each
+    cited excerpt in its source while the evidence is kept."""
+    who = await viewer(request, authorization)
+    return await _inspector(request).view(who, _run_id(run_id))
+
+
+@router.get("/runs/{run_id}/events", include_in_schema=False)
+async def events(
+    run_id: str,
+    request: Request,
+    authorization: Annotated[str | None, Header()] = None,
+    last_event_id: Annotated[str | None, Header()] = None,
+):
+    """The run's SSE events, as ``GET /v1/runs/{id}/events`` sends them, for the page."""
+    who = await viewer(request, authorization)
+    after = parse_last_event_id(last_event_id)
+    meta = await _inspector(request).meta(who, _run_id(run_id))
+    state = request.app.state
+    ticket = state.admission.event_streams.take()
+    try:
+        source = state.runs.events(meta, after)
+        if who.record is not None:  # a key's streams count against its own limit
+            slot = await state.limits.open_stream(who.record.key_id)
+            source = slot.stream(source)
+    except BaseException:
+        ticket.release()
+        raise
+    return HeldEventSource(source, ping=5, release=ticket.release)
+
+
+@router.get("/inspector/static/{name}", include_in_schema=False)
+async def static(name: str) -> FileResponse:
+    if name not in STATIC:
+        raise NotFound(f"no file {name[:64]}")
+    return FileResponse(HERE / "static" / name, media_type=STATIC[name], headers=PAGE_HEADERS)
+
+
+def install(app: FastAPI) -> None:
+    """Add the inspector's routes to the gateway."""
+    app.include_router(router)

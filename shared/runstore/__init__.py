@@ -1,0 +1,19 @@
+"""A run's Redis keys (record, state, evidence, progress, snapshot, result, watchdog
+entry, lock, indexes): the one place that reads and writes them, with one
+serialisation, one TTL policy and one trimming policy. See :mod:`.store`."""
+
+from shared.runstore.policy import (
+    DEFAULT_RETENTION_DAYS,
+    PROGRESS_MAXLEN,
+    WORK_MARGIN_SECONDS,
+    WORK_MIN_SECONDS,
+    retention_seconds,
+    work_ttl,
+)
+from shared.runstore.reader import RunReader
+from shared.runstore.store import INDEX_ALL, LOCK_MS, RunStore, index_key, owner_key
+
+__all__ = [
+    "DEFAULT_RETENTION_DAYS", "INDEX_ALL", "LOCK_MS", "PROGRESS_MAXLEN", "WORK_MARGIN_SECONDS", "WORK_MIN_SECONDS",
+    "RunReader", "RunStore", "index_key", "owner_key", "retention_seconds", "work_ttl",
+]

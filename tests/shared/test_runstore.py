@@ -1,0 +1,245 @@
+"""The run store against a real redis-server: one TTL policy, one serialisation, the
+run index, and every stage's methods under that stage's own Redis user."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+from datetime import UTC, datetime
+
+import pytest
+import redis as sync_redis
+import redis.asyncio as aioredis
+
+from cli.acl import rules
+from shared import streams
+from shared.messages import (
+    EvidenceMessage,
+    ProgressEvent,
+    RunMeta,
+    RunResult,
+    RunSnapshot,
+    Trace,
+    Usage,
+)
+from shared.runstore import (
+    INDEX_ALL,
+    WORK_MARGIN_SECONDS,
+    RunReader,
+    RunStore,
+    index_key,
+    retention_seconds,
+)
+
+
+def run_id() -> str:
+    return uuid.uuid4().hex
+
+
+def meta(run: str, *, tenant: str = "acme", created_at: float | None = None, deadline: float | None = None) -> RunMeta:
+    now = time.time() if created_at is None else created_at
+    return RunMeta(
+        run_id=run, tenant_id=tenant, principal="alice", question="when?", scope_token="tok",
+        created_at=now, deadline=deadline or now + 30, max_steps=4, key_id="k1", mailboxes=["alice"],
+    )
+
+
+def message(message_id: str, body: str = "The claim was accepted.") -> EvidenceMessage:
+    return EvidenceMessage(
+        message_id=message_id, tenant_id="acme", thread_id="t1", mailbox="alice", sender="anna@x.example",
+        date=datetime(2025, 1, 2, tzinfo=UTC), subject="Claim", body=body, snippet="accepted",
+    )
+
+
+def result(run: str, outcome: str = "answered") -> RunResult:
+    return RunResult(run_id=run, tenant_id="acme", outcome=outcome, finished_at=time.time())
+
+
+async def test_admit_keeps_the_record_for_the_retention_and_indexes_the_run(redis) -> None:
+    store, run = RunStore(redis, retention_days=2), run_id()
+    record = meta(run, tenant=f"t-{run[:6]}")
+    await store.admit(record, watch_at=record.deadline + 1.5)
+    assert await store.meta(run) == record
+    assert 2 * 86_400 - 5 <= await redis.ttl(streams.meta_key(run)) <= 2 * 86_400
+    assert await redis.zscore(streams.WATCHDOG, run) == pytest.approx(record.deadline + 1.5)
+    assert await redis.zscore(index_key(record.tenant_id), run) == pytest.approx(record.created_at)
+    assert await redis.zscore(INDEX_ALL, run) == pytest.approx(record.created_at)
+
+
+async def test_the_index_forgets_runs_older_than_the_retention(redis) -> None:
+    store, tenant = RunStore(redis, retention_days=1), f"t-{uuid.uuid4().hex[:6]}"
+    old, new = meta(run_id(), tenant=tenant, created_at=time.time() - 2 * 86_400), meta(run_id(), tenant=tenant)
+    await store.admit(old, watch_at=old.deadline)
+    await store.admit(new, watch_at=new.deadline)
+    page = await store.index_page(tenant, newest=time.time(), oldest=0, start=0, count=10)
+    assert [r for r, _ in page] == [new.run_id]
+
+
+async def test_the_result_is_kept_for_the_retention_and_stored_once(redis) -> None:
+    store, run = RunStore(redis, retention_days=30), run_id()
+    first = result(run)
+    assert await store.store_result(first) is True
+    assert await store.store_result(result(run, "degraded")) is False
+    assert await store.result(run) == first and await store.finished(run)
+    assert retention_seconds(30) - 5 <= await redis.ttl(streams.final_key(run)) <= retention_seconds(30)
+
+
+async def test_working_keys_live_until_the_deadline_plus_the_margin(redis) -> None:
+    store, run = RunStore(redis), run_id()
+    deadline = time.time() + 30
+    await store.add_evidence(run, 1, {"m1": message("m1")}, deadline)
+    await store.save_state(run, meta(run), RunSnapshot(), deadline)
+    await store.add_progress(run, ProgressEvent(event="step", payload={"step": 1}), deadline)
+    keys = (streams.evidence_key(run), streams.progress_key(run), streams.state_key(run), streams.snapshot_key(run))
+    for key in keys:
+        assert 30 + WORK_MARGIN_SECONDS - 5 <= await redis.ttl(key) <= 31 + WORK_MARGIN_SECONDS, key
+
+
+async def test_evidence_is_stored_once_and_announced_once(redis) -> None:
+    store, run = RunStore(redis), run_id()
+    deadline = time.time() + 30
+    assert await store.add_evidence(run, 1, {"m1": message("m1")}, deadline) == 1
+    assert await store.add_evidence(run, 2, {"m1": message("m1", "changed"), "m2": message("m2")}, deadline) == 1
+    found = await store.evidence(run)
+    assert found["m1"].body == "The claim was accepted."  # the first copy stays
+    events = [e for _, e in await store.read_progress(run, "0-0", block_ms=None)]
+    assert [(e.event, e.payload["message"]["message_id"]) for e in events] == [("evidence", "m1"), ("evidence", "m2")]
+
+
+async def test_both_readers_skip_an_unreadable_evidence_entry_and_keep_the_order_asked(redis, redis_url) -> None:
+    store, run = RunStore(redis), run_id()
+    await store.add_evidence(run, 1, {"m1": message("m1"), "m2": message("m2")}, time.time() + 30)
+    await redis.hset(streams.evidence_key(run), "mbroken", b"{not json")
+    assert [m.message_id for m in await store.evidence_list(run, ["m2"])] == ["m2", "m1"]
+    sync = sync_redis.Redis.from_url(redis_url)
+    try:
+        assert [m.message_id for m in RunReader(sync).evidence_list(run, ["m2"])] == ["m2", "m1"]
+    finally:
+        sync.close()
+
+
+async def test_a_broken_progress_entry_reads_as_none_but_advances_the_reader(redis) -> None:
+    store, run = RunStore(redis), run_id()
+    await redis.xadd(streams.progress_key(run), {"__data__": b"not json"})
+    await store.add_progress(run, ProgressEvent(event="step", payload={"step": 1}), None)
+    entries = await store.read_progress(run, "0-0", block_ms=None)
+    assert [e is None for _, e in entries] == [True, False]
+    assert await store.read_progress(run, entries[-1][0], block_ms=None) == []
+
+
+async def test_the_lock_holds_off_a_second_holder_until_released(redis) -> None:
+    store, run = RunStore(redis), run_id()
+    order: list[str] = []
+
+    async def hold(name: str, seconds: float) -> None:
+        async with store.locked(run):
+            order.append(f"{name} in")
+            await asyncio.sleep(seconds)
+            order.append(f"{name} out")
+
+    first = asyncio.create_task(hold("a", 0.2))
+    await asyncio.sleep(0.05)
+    await hold("b", 0)
+    await first
+    assert order == ["a in", "a out", "b in", "b out"]
+    assert not await redis.exists(streams.lock_key(run))
+
+
+async def test_the_lock_release_leaves_a_lock_taken_over_after_expiry(redis) -> None:
+    store, run = RunStore(redis), run_id()
+    async with store.locked(run, lease_ms=50):
+        await asyncio.sleep(0.1)  # expired; another holder takes it
+        assert await redis.set(streams.lock_key(run), "other", nx=True, px=5_000)
+    assert await redis.get(streams.lock_key(run)) == b"other"
+
+
+async def test_cancelling_keeps_the_records_ttl(redis) -> None:
+    store, run = RunStore(redis, retention_days=1), run_id()
+    record = meta(run)
+    await store.admit(record, watch_at=record.deadline)
+    cancelled = await store.mark_cancelled(record, 123.0)
+    assert (await store.meta(run)).cancelled_at == 123.0 == cancelled.cancelled_at
+    assert 86_400 - 5 <= await redis.ttl(streams.meta_key(run)) <= 86_400
+
+
+async def test_the_finishing_steps_announce_the_stored_result_once(redis) -> None:
+    store, run = RunStore(redis), run_id()
+    assert await store.claim_owner(run, "1-0", 10_000)
+    assert not await store.claim_owner(run, "2-0", 10_000)
+    assert await store.owner(run) == ("1-0", False)
+    await store.store_result(result(run, "degraded"))
+    await store.announce(result(run, "degraded"), time.time() + 30)
+    await store.mark_published(run, "1-0")
+    assert await store.owner(run) == ("1-0", True)
+    assert [e.event for _, e in await store.read_progress(run, "0-0", block_ms=None)] == ["done"]
+
+
+# ---------------------------------------------------------------- each stage's own Redis user
+
+
+@pytest.fixture(scope="module")
+def stage_urls(redis_url: str) -> dict[str, str]:
+    admin = sync_redis.Redis.from_url(redis_url)
+    urls = {}
+    for user in ("gateway", "planner", "searcher", "answerer", "verifier"):
+        password = f"{user}-store-test"
+        admin.execute_command("ACL", "SETUSER", user, "reset", *rules(user, password))
+        urls[user] = redis_url.replace("redis://", f"redis://{user}:{password}@")
+    admin.close()
+    return urls
+
+
+async def test_every_stage_runs_its_part_of_a_run_under_its_own_acl_user(stage_urls) -> None:
+    clients = {user: aioredis.from_url(url) for user, url in stage_urls.items()}
+    store = {user: RunStore(c) for user, c in clients.items()}
+    run, deadline = run_id(), time.time() + 30
+    record = meta(run, deadline=deadline)
+    try:
+        gateway, planner, searcher = store["gateway"], store["planner"], store["searcher"]
+        await gateway.admit(record, watch_at=deadline)
+        assert await planner.create_state(run, record, deadline)
+        async with planner.locked(run):
+            assert await planner.state(run, RunMeta) == record
+            await planner.save_state(run, record, RunSnapshot(trace=Trace(), usage=Usage(steps=1)), deadline)
+        await planner.add_progress(run, ProgressEvent(event="step", payload={"step": 1}), deadline)
+        assert await searcher.add_evidence(run, 1, {"m1": message("m1")}, deadline) == 1
+        assert [m.message_id for m in await planner.evidence_list(run)] == ["m1"]
+        assert [m.message_id for m in await store["answerer"].evidence_list(run)] == ["m1"]
+        assert not await store["answerer"].finished(run)
+
+        verifier = store["verifier"]
+        assert await verifier.meta(run) == record
+        assert (await verifier.snapshot(run)).usage.steps == 1
+        assert set(await verifier.evidence(run)) == {"m1"}
+        assert await verifier.claim_owner(run, "1-0", 10_000)
+        assert await verifier.store_result(result(run))
+        await verifier.announce(result(run), deadline)
+        await verifier.mark_published(run, "1-0")
+
+        assert (await gateway.result(run)).outcome == "answered"
+        assert [e.event for _, e in await gateway.read_progress(run, "0-0", block_ms=None)] == [
+            "step", "evidence", "done",
+        ]
+        assert run in await gateway.overdue(deadline + 1, 1000)
+        assert await gateway.claim_overdue(run, "replica", 1000)
+        await gateway.unwatch(run)
+        await gateway.mark_cancelled(record, time.time())
+        assert [r for r, _ in await gateway.index_page("acme", newest=time.time(), oldest=0, start=0, count=500)]
+        assert [m.run_id for m in await gateway.metas([run]) if m] == [run]
+        assert [r.run_id for r in await gateway.results([run]) if r] == [run]
+    finally:
+        for c in clients.values():
+            await c.aclose()
+
+
+async def test_a_stage_cannot_write_what_its_user_may_not(stage_urls) -> None:
+    answerer = aioredis.from_url(stage_urls["answerer"])
+    run = run_id()
+    try:
+        with pytest.raises(sync_redis.exceptions.NoPermissionError):
+            await RunStore(answerer).add_progress(run, ProgressEvent(event="step", payload={}), None)
+        with pytest.raises(sync_redis.exceptions.NoPermissionError):
+            await RunStore(answerer).store_result(result(run))
+    finally:
+        await answerer.aclose()
