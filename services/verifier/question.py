@@ -16,6 +16,7 @@ import re
 from dataclasses import dataclass
 
 from services.verifier import figures
+from services.verifier.support import content_words
 
 # An invoice, claim or order code: letters, then hyphen-joined groups ending in digits
 # (INV-2024-0173, CLM-2024-55817, FP-3391).
@@ -82,6 +83,7 @@ class Pinned:
     names: tuple[str, ...] = ()
     months: tuple[str, ...] = ()
     asks: str | None = None
+    words: frozenset[str] = frozenset()  # stems of its content words (see support.content_words)
 
     def __bool__(self) -> bool:
         return bool(self.codes or self.names or self.months)
@@ -124,7 +126,8 @@ def pinned(question: str) -> Pinned:
             # "Munich-Lyon", "M-AC": each part is a name; a lone letter ("hall B") is
             # too short to look for.
             names.extend(p.casefold() for p in word.split("-") if len(p) > 1 or p.isdigit())
-    return Pinned(codes, tuple(dict.fromkeys(names)), tuple(dict.fromkeys(months)), asks(question))
+    words = frozenset(stem for _, stem in content_words(figures.normalize_figures(question).text))
+    return Pinned(codes, tuple(dict.fromkeys(names)), tuple(dict.fromkeys(months)), asks(question), words)
 
 
 def gives(kind: str, sentence: str) -> bool:

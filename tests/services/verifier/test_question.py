@@ -9,7 +9,7 @@ import pytest
 from services.verifier.question import AMOUNT, IDENTIFIER, LINK, WHEN, asks, gives, pinned
 from services.verifier.service import verify
 from shared.messages import Draft, DraftSentence
-from tests.services.verifier.factory import M1, M5, M6, evidence, message
+from tests.services.verifier.factory import M1, M2, M5, M6, evidence, message
 
 
 def _verify(question: str, *sentences: tuple[str, str], extra=()):
@@ -145,3 +145,55 @@ def test_one_sentence_with_the_asked_figure_keeps_the_others() -> None:
         ("The repair costs of €1,200.50 will be paid.", M1),
     )
     assert len(verdict.kept) == 2
+
+
+# ------------------------------------------------------------------- off topic
+
+
+def _receipt_in(thread_id: str):
+    return evidence()[M6].model_copy(update={"thread_id": thread_id})
+
+
+def test_a_sentence_that_takes_its_subject_from_the_question_and_its_facts_elsewhere_is_removed() -> None:
+    verdict = _verify(
+        "How much is the team offsite costing per person?",
+        ("The team offsite costs EUR 12.99 on the Premium plan.", M6),
+        extra=[_receipt_in("t-streamflix")],
+    )
+    assert not verdict.kept
+    assert [(r.reason, r.offending) for r in verdict.removed] == [("off_question", "team offsite costs")]
+
+
+def test_a_paraphrase_that_repeats_one_question_word_its_sources_lack_is_kept() -> None:
+    # "photos" is not in the insurer's letter (M1 speaks of them; M5 does not); one word
+    # the sources lack is paraphrase, not another topic.
+    verdict = _verify(
+        "Did the insurer settle the Golf claim after we sent the photos?",
+        ("The insurer settled the Golf claim CLM-2024-55817.", M5),
+    )
+    assert verdict.kept
+
+
+def test_question_words_found_elsewhere_in_the_cited_thread_count() -> None:
+    thread = message("m555555555555", "Our team offsite is at the lake.", subject="Receipt")
+    thread = thread.model_copy(update={"thread_id": "t-streamflix"})
+    verdict = _verify(
+        "How much is the team offsite costing per person?",
+        ("The team offsite costs EUR 12.99 on the Premium plan.", M6),
+        extra=[thread, _receipt_in("t-streamflix")],
+    )
+    assert not any(r.reason == "off_question" for r in verdict.removed)
+
+
+# ------------------------------------------------------------------- negations
+
+
+def test_a_short_denial_whose_words_the_source_lacks_is_removed() -> None:
+    verdict = _verify("Anything wrong with my inbox?", ("No, my mailbox is not full.", M1))
+    assert not verdict.kept
+    assert [(r.reason, r.offending) for r in verdict.removed] == [("unsupported_claim", "mailbox full")]
+
+
+def test_a_short_denial_the_source_states_is_kept() -> None:
+    verdict = _verify("Were the photos blurry?", ("No, the photos were not blurry.", M2))
+    assert verdict.kept
