@@ -29,6 +29,29 @@ QUESTIONS = [
     "Who is handling the Golf claim at the insurer?",
     "Where does Spedition Hüber pick up from April?",
 ]
+EVALS = ROOT / "evals" / "demo.yaml"
+
+
+def eval_questions(key: str = "acme/alice") -> list[str]:
+    """The labelled demo questions ``key`` asks (every kind), in the file's order: a load
+    that asks many different questions, so no cache of repeated texts flatters it."""
+    import yaml
+
+    items = yaml.safe_load(EVALS.read_text(encoding="utf-8"))
+    return [item["question"] for item in items if item.get("key") == key]
+
+
+def scrape(port: int) -> dict[str, float]:
+    """One process's metrics (``/metrics`` on its operator port): ``name{labels}`` to value."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    text = httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=10).text
+    out: dict[str, float] = {}
+    for family in text_string_to_metric_families(text):
+        for s in family.samples:
+            labels = ",".join(f'{k}="{v}"' for k, v in sorted(s.labels.items()))
+            out[f"{s.name}{{{labels}}}" if labels else s.name] = s.value
+    return out
 
 
 @dataclass

@@ -10,7 +10,11 @@ stay at their defaults: past them a client must get ``503`` with ``Retry-After``
 
 Per level, N clients (half over SSE, half waiting for the JSON result) each run
 ``max(2, 200 / N)`` runs back to back, all starting at once; a refused request is sent
-again after its ``Retry-After``. Reported per level: requests, 5xx (other than a ``503``
+again after its ``Retry-After``. The runs ask alice's labelled demo questions
+(evals/demo.yaml, 73 of them) in turn, not one question over and over: the searcher
+keeps the embeddings of recent query texts (``PM_QUERY_EMBEDDING_CACHE_SIZE``), and a
+load of one repeated text would measure only that cache. Its hits and misses are
+reported per level; ``--query-cache-size 0`` measures without it. Reported per level: requests, 5xx (other than a ``503``
 with ``Retry-After``; must be 0), ``503``/``429`` with ``Retry-After``, broken streams,
 service overhead p50/p95 (wall minus the model's latency times the run's model calls,
 for the admitted request), first ``evidence`` event p95 (SSE clients), throughput, and
@@ -20,7 +24,7 @@ Baseline in the same run: one client, one run at a time.
 Goals: overhead p95 <= 100 ms at 10 clients and <= 250 ms at 50; first evidence p95
 <= 300 ms at 50.
 
-    python -m bench.load [--levels 10,50,100,200,500] [--latency 0.2]
+    python -m bench.load [--levels 10,50,100,200,500] [--latency 0.2] [--query-cache-size N]
 """
 
 from __future__ import annotations
@@ -40,7 +44,7 @@ from typing import Any
 
 import httpx
 
-from bench._harness import QUESTIONS, cpu_seconds, demo_stack, retry_after, scripted_model, sse_events
+from bench._harness import cpu_seconds, demo_stack, eval_questions, retry_after, scrape, scripted_model, sse_events
 from bench._util import emit_json, format_table, latency_ms, percentile
 
 GOALS = {10: {"overhead_p95_ms": 100}, 50: {"overhead_p95_ms": 250, "first_evidence_p95_ms": 300}}
@@ -62,6 +66,7 @@ class Level:
     loop_lag: list[float] = field(default_factory=list)
     seconds: float = 0.0
     cpu_ms_per_run: dict[str, float] = field(default_factory=dict)  # by process
+    query_cache: dict[str, int] | None = None  # the searcher's query-embedding cache: hits, misses
 
 
 async def one_run(http: httpx.AsyncClient, key: str, question: str, streamed: bool, latency: float, lv: Level) -> bool:
@@ -125,7 +130,9 @@ async def _lag(lv: Level, stop: asyncio.Event) -> None:
         lv.loop_lag.append(time.perf_counter() - t - 0.05)
 
 
-async def level(url: str, key: str, clients: int, runs_each: int, latency: float, streamed_only: bool = False) -> Level:
+async def level(
+    url: str, key: str, questions: list[str], clients: int, runs_each: int, latency: float, streamed_only: bool = False
+) -> Level:
     lv = Level(clients)
     # Idle connections are dropped before uvicorn's 5 s keep-alive ends them, or a request
     # sent on one as the server closes it fails (a client race, not the service's).
@@ -137,7 +144,8 @@ async def level(url: str, key: str, clients: int, runs_each: int, latency: float
             streamed = streamed_only or i % 2 == 0
             done = 0
             while done < runs_each:
-                if await one_run(http, key, QUESTIONS[(i + done) % len(QUESTIONS)], streamed, latency, lv):
+                question = questions[(i * runs_each + done) % len(questions)]
+                if await one_run(http, key, question, streamed, latency, lv):
                     done += 1
 
         lagger = asyncio.create_task(_lag(lv, stop))
@@ -149,17 +157,39 @@ async def level(url: str, key: str, clients: int, runs_each: int, latency: float
     return lv
 
 
-def measured(pids: dict[str, int], work: Any) -> Level:
+def measured(pids: dict[str, int], work: Any, searcher_port: int | None = None) -> Level:
     """Run ``work`` (a coroutine giving a level's figures) and record each process's CPU per run:
-    where the time of a saturated stack goes."""
+    where the time of a saturated stack goes; and the searcher's query-cache hits meanwhile."""
+    cache_before = _cache_counts(searcher_port)
     before = {name: cpu_seconds(pid) for name, pid in pids.items()}
     own = os.times()
     lv = asyncio.run(work)
     after = os.times()
+    cache_after = _cache_counts(searcher_port)
+    if cache_before is not None and cache_after is not None:
+        lv.query_cache = {k: cache_after[k] - cache_before[k] for k in cache_after}
     runs = max(len(lv.walls), 1)
     lv.cpu_ms_per_run = {n: round((cpu_seconds(p) - before[n]) * 1000 / runs, 1) for n, p in pids.items()}
     lv.cpu_ms_per_run["client"] = round((after.user + after.system - own.user - own.system) * 1000 / runs, 1)
     return lv
+
+
+def _cache_counts(port: int | None) -> dict[str, int] | None:
+    """The searcher's query-embedding cache counters; None where it has none."""
+    if port is None:
+        return None
+    metrics = scrape(port)
+    name = "pm_searcher_query_embedding_cache_total"
+    if f'{name}{{result="hit"}}' not in metrics:
+        return None
+    return {r: int(metrics[f'{name}{{result="{r}"}}']) for r in ("hit", "miss")}
+
+
+def _cache_text(lv: Level) -> str:
+    if lv.query_cache is None:
+        return "n/a"
+    hits, total = lv.query_cache["hit"], lv.query_cache["hit"] + lv.query_cache["miss"]
+    return f"{hits}/{total}"
 
 
 def row(lv: Level, label: str) -> dict[str, Any]:
@@ -177,6 +207,7 @@ def row(lv: Level, label: str) -> dict[str, Any]:
         "1st evidence p95 ms": fe["p95_ms"],
         "runs/s": round(len(lv.walls) / lv.seconds, 1) if lv.seconds else math.nan,
         "client lag p95 ms": round(percentile([x * 1000 for x in lv.loop_lag], 95), 1),
+        "query cache hits": _cache_text(lv),
     }
 
 
@@ -189,7 +220,7 @@ def summary(lv: Level) -> dict[str, Any]:
         "overhead": latency_ms(lv.overheads), "wall": latency_ms(lv.walls),
         "first_evidence": latency_ms(lv.first_evidence), "outcomes": dict(lv.outcomes),
         "client_loop_lag_p95_ms": round(percentile([x * 1000 for x in lv.loop_lag], 95), 1),
-        "cpu_ms_per_run": lv.cpu_ms_per_run,
+        "cpu_ms_per_run": lv.cpu_ms_per_run, "query_cache": lv.query_cache,
     }
 
 
@@ -199,6 +230,9 @@ def main() -> None:
     parser.add_argument("--latency", type=float, default=0.2, help="scripted model seconds per call")
     parser.add_argument("--min-runs", type=int, default=200, help="runs per level at least (clients x runs each)")
     parser.add_argument("--model-concurrency", type=int, default=1024, help="PM_MODEL_MAX_CONCURRENCY for the run")
+    parser.add_argument(
+        "--query-cache-size", type=int, help="PM_QUERY_EMBEDDING_CACHE_SIZE for the searcher (default: the stack's; 0: none)"
+    )
     args = parser.parse_args()
     levels = [int(x) for x in args.levels.split(",")]
     env = {
@@ -207,19 +241,25 @@ def main() -> None:
         "PM_MODEL_MAX_CONCURRENCY": str(args.model_concurrency),
         "PM_MODEL_TIMEOUT_SECONDS": "60",
     }
+    if args.query_cache_size is not None:
+        env["PM_QUERY_EMBEDDING_CACHE_SIZE"] = str(args.query_cache_size)
+    questions = eval_questions()
     tenant = {"search.agentic_daily_cap": 10_000_000, "search.agentic_max_seconds": 90, "search.agentic_max_steps": 6}
     results: dict[int, Level] = {}
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         with scripted_model(args.latency, work / "model") as model, demo_stack(work, model.base_url, env, tenant) as (stack, key):
             pids = {name: p.pid for name, p in stack.procs.items()} | {"model": model.pid}
-            url = stack.gateway_url
-            asyncio.run(level(url, key, 2, 2, args.latency))  # warm every stage up
-            baseline = measured(pids, level(url, key, 1, BASELINE_RUNS, args.latency, streamed_only=True))
+            url, port = stack.gateway_url, stack.metrics_ports.get("searcher")
+            asyncio.run(level(url, key, questions, 2, 2, args.latency))  # warm every stage up
+            baseline = measured(pids, level(url, key, questions, 1, BASELINE_RUNS, args.latency, streamed_only=True), port)
             for n in levels:
-                results[n] = measured(pids, level(url, key, n, max(2, math.ceil(args.min_runs / n)), args.latency))
+                runs_each = max(2, math.ceil(args.min_runs / n))
+                results[n] = measured(pids, level(url, key, questions, n, runs_each, args.latency), port)
 
     print(f"scripted model: {args.latency:g} s per call; overhead = wall - calls x latency; R-A = with Retry-After")
+    print(f"questions: {len(questions)} demo questions in turn; query cache hits = query embeddings the searcher "
+          f"served from its cache of recent texts (a repeated question), of all it embedded")
     print(format_table([row(baseline, "1 (baseline)")] + [row(results[n], str(n)) for n in levels]))
     goals: dict[str, Any] = {}
     for n, wanted in GOALS.items():
@@ -234,6 +274,7 @@ def main() -> None:
     print(f"goals: {json.dumps(goals)}; no 5xx: {no_5xx}")
     emit_json({
         "bench": "load", "model_latency_s": args.latency, "model_concurrency": args.model_concurrency,
+        "questions": len(questions), "query_cache_size": args.query_cache_size,
         "baseline": summary(baseline), "levels": {str(n): summary(lv) for n, lv in results.items()},
         "goals": goals, "no_5xx": no_5xx,
         "broken": sum(len(lv.broken) for lv in results.values()),

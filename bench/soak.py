@@ -6,6 +6,10 @@ runs at ``--rate`` a second (half over SSE, half waiting for the JSON result, at
 ``--concurrency`` in flight) while a chaos loop SIGKILLs a random stage process
 (planner, searcher, answerer, verifier or the gateway) every ``--kill-every``. The
 stack's supervisor (cli/supervisor.py, as in `pmsearch up`) starts each one again.
+With ``--restart-redis-every`` it also stops Redis (``SIGTERM``, a shutdown that writes
+the append-only file; ``--redis-signal kill`` for a crash, which may lose the last
+second of writes under ``appendfsync everysec``) and the supervisor starts it again on
+the same port and directory, where the AOF brings the queues, groups and runs back.
 
 Clients behave as a careful client would: ``503``/``429`` are retried after their
 ``Retry-After``; an SSE stream cut by a gateway kill resumes at ``GET
@@ -25,7 +29,7 @@ Afterwards every run in Redis (those of cut requests included) is audited:
 Goal: 0 lost, 0 duplicated. Bounded: at most ``--runs`` runs (plus resends of cut
 requests), chaos stops after ``--max-seconds``.
 
-    python -m bench.soak [--runs 200] [--kill-every 5s] [--rate 1] [--seed 1]
+    python -m bench.soak [--runs 200] [--kill-every 5s] [--rate 1] [--seed 1] [--restart-redis-every 20s]
 """
 
 from __future__ import annotations
@@ -72,10 +76,16 @@ class Chaos(threading.Thread):
     """Supervises the stack (restarts the dead, as `pmsearch up` does) and, until told
     to stop, SIGKILLs one random live stage every ``every`` seconds."""
 
-    def __init__(self, stack: Stack, every: float, seed: int, max_kills: int) -> None:
+    def __init__(
+        self, stack: Stack, every: float, seed: int, max_kills: int,
+        redis_every: float | None = None, redis_signal: signal.Signals = signal.SIGTERM,
+    ) -> None:
         super().__init__(daemon=True)
         self.stack = stack
         self.every = every
+        self.redis_every = redis_every
+        self.redis_signal = redis_signal
+        self.redis_stops = 0
         self.rng = random.Random(seed)
         self.max_kills = max_kills
         self.kills: Counter[str] = Counter()
@@ -98,9 +108,13 @@ class Chaos(threading.Thread):
 
     def run(self) -> None:
         next_kill = time.monotonic() + self.every
+        next_redis = time.monotonic() + (self.redis_every or 0)
         while not self.stop_supervising.is_set():
             self.supervisor.check()
             now = time.monotonic()
+            if self.redis_every and not self.stop_killing.is_set() and now >= next_redis:
+                next_redis = now + self.redis_every
+                self._stop_redis()
             if not self.stop_killing.is_set() and now >= next_kill and sum(self.kills.values()) < self.max_kills:
                 next_kill = now + self.every
                 alive = [n for n in VICTIMS if self.stack.procs[n].poll() is None and n not in self.supervisor._due]
@@ -112,6 +126,17 @@ class Chaos(threading.Thread):
                     except ProcessLookupError:
                         pass  # died on its own meanwhile; the supervisor sees it
             time.sleep(0.05)
+
+    def _stop_redis(self) -> None:
+        """Stop Redis (the supervisor starts it again, from its AOF), unless it is down already."""
+        proc = self.stack.procs["redis"]
+        if proc.poll() is not None or "redis" in self.supervisor._due:
+            return
+        try:
+            os.kill(proc.pid, self.redis_signal)
+            self.redis_stops += 1
+        except ProcessLookupError:
+            pass
 
 
 async def drive(stack: Stack, key: str, runs: int, rate: float, concurrency: int, give_up: float) -> list[Client]:
@@ -212,9 +237,14 @@ def main() -> None:
     parser.add_argument("--max-seconds", type=float, default=600.0, help="stop killing and sending after this")
     parser.add_argument("--max-kills", type=int, default=500)
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--restart-redis-every", help="also stop Redis this often (e.g. 20s); the supervisor restarts it")
+    parser.add_argument("--redis-signal", choices=("term", "kill"), default="term",
+                        help="term: a shutdown (AOF written); kill: a crash (the last second may be lost)")
     parser.add_argument("--keep", type=Path, help="keep the stack's folder (logs) here instead of a temporary one")
     args = parser.parse_args()
     every = seconds(args.kill_every)
+    redis_every = seconds(args.restart_redis_every) if args.restart_redis_every else None
+    redis_signal = signal.SIGTERM if args.redis_signal == "term" else signal.SIGKILL
 
     with tempfile.TemporaryDirectory() as tmp:
         work = args.keep or Path(tmp)
@@ -228,7 +258,7 @@ def main() -> None:
             scripted_model(args.latency, work / "model", search_round=True) as model,
             demo_stack(work, model.base_url, env, tenant) as (stack, key),
         ):
-            chaos = Chaos(stack, every, args.seed, args.max_kills)
+            chaos = Chaos(stack, every, args.seed, args.max_kills, redis_every, redis_signal)
             started = time.monotonic()
             chaos.start()
             try:
@@ -254,6 +284,7 @@ def main() -> None:
         {"": "runs in the store", "value": len(store)},
         {"": "kills", "value": sum(chaos.kills.values())},
         *({"": f"  {n}", "value": f"{chaos.kills[n]} killed, {chaos.restarts[n]} restarted"} for n in VICTIMS),
+        {"": f"redis stopped ({args.redis_signal}) / restarted from AOF", "value": f"{chaos.redis_stops} / {chaos.restarts['redis']}"},
         {"": "SSE streams resumed (Last-Event-ID)", "value": sum(c.resumes for c in clients)},
         {"": "requests cut before the run id was known (sent again)", "value": cut},
         {"": "  runs they had started: ended, unread", "value": unread},
@@ -266,7 +297,8 @@ def main() -> None:
         {"": "wall p50 / p95 ms", "value": "{p50_ms:.0f} / {p95_ms:.0f}".format(**latency_ms(walls))},
     ]
     print(f"soak: {args.runs} runs, {args.rate:g} a second, at most {args.concurrency} in flight, a kill every {every:g} s, "
-          f"model {args.latency:g} s per call, budget {args.budget:g} s; {sent_for:.0f} s of traffic")
+          f"model {args.latency:g} s per call, budget {args.budget:g} s; {sent_for:.0f} s of traffic"
+          + (f"; Redis stopped ({args.redis_signal}) every {redis_every:g} s" if redis_every else ""))
     print(format_table(rows))
     if v["lost"] or v["duplicated"]:
         print("lost:", json.dumps(v["lost_detail"]), "\nduplicated:", json.dumps(v["duplicated_detail"]))
@@ -275,6 +307,8 @@ def main() -> None:
     emit_json({
         "bench": "soak", "runs": args.runs, "runs_in_store": len(store), "concurrency": args.concurrency, "rate_per_s": args.rate,
         "kill_every_s": every, "kills": dict(chaos.kills), "restarts": dict(chaos.restarts),
+        "redis_restart_every_s": redis_every, "redis_signal": args.redis_signal if redis_every else None,
+        "redis_stops": chaos.redis_stops,
         "resumed_streams": sum(c.resumes for c in clients), "cut_requests": cut, "runs_ended_unread": unread,
         "refused": {"503": sum(c.refused[503] for c in clients), "429": sum(c.refused[429] for c in clients)},
         "other_5xx": sum(len(c.server_errors) for c in clients),

@@ -10,6 +10,7 @@ from typing import Any, NoReturn
 import httpx
 import typer
 from rich.console import Console
+from typer.models import DefaultPlaceholder
 
 from cli.untrusted import line
 from shared.settings import CliSettings
@@ -17,7 +18,7 @@ from shared.settings import CliSettings
 out = Console()
 err = Console(stderr=True, soft_wrap=True)  # one line per message, whatever the width
 
-# Exit codes, also in `pmsearch --help` and the README.
+# Exit codes, also under every command's `--help` and in the README.
 OK = 0
 FAILED = 1  # the gateway refused the request (its problem is printed), or the command found a problem
 USAGE = 2  # a wrong option or argument (click's own code)
@@ -31,6 +32,20 @@ EXIT_CODES = (
 )
 
 PROBLEM_MEDIA_TYPE = "application/problem+json"
+
+
+def document_exit_codes(app: typer.Typer) -> None:
+    """Put :data:`EXIT_CODES` under every command's and group's ``--help``: a user reads
+    the help of the command they run, not only ``pmsearch --help``. Call it once every
+    command is registered."""
+    for command in app.registered_commands:
+        command.epilog = command.epilog or EXIT_CODES
+    for group in app.registered_groups:
+        # add_typer's own value wins over the sub-app's, so set it there (unless given).
+        if isinstance(group.epilog, DefaultPlaceholder) or not group.epilog:
+            group.epilog = EXIT_CODES
+        if group.typer_instance is not None:
+            document_exit_codes(group.typer_instance)
 
 
 def fail(message: str, code: int = FAILED) -> NoReturn:

@@ -18,7 +18,18 @@ from typing import Literal
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
-from cli.client import EXIT_CODES, Admin, Gateway, _admin_token, _api_key, err, fail, out  # noqa: F401 (re-exported)
+from cli.client import (  # noqa: F401 (re-exported)
+    EXIT_CODES,
+    UNREACHABLE,
+    Admin,
+    Gateway,
+    _admin_token,
+    _api_key,
+    document_exit_codes,
+    err,
+    fail,
+    out,
+)
 from cli.runs import runs_app
 from cli.untrusted import line, snippet
 from shared.settings import CliSettings, cli_settings
@@ -174,7 +185,8 @@ def tenants_set(
         }.items()
         if v is not None
     }
-    out.print_json(data=Admin(cli_settings(), url).call("PATCH", f"/v1/admin/tenants/{tenant}/settings", json=patch))
+    path = f"/v1/admin/tenants/{tenant}/settings"
+    out.print_json(data=Admin(cli_settings(), url).call("PATCH", path, expect="search.agentic_daily_cap", json=patch))
 
 
 @app.command()
@@ -351,7 +363,7 @@ def eval_(
     min_answered_right: float | None = typer.Option(None, help="Gate: exit 1 if the answered-right share is lower"),
 ) -> None:
     """Measure answer quality on a labelled question set; the last line of stdout is JSON."""
-    from cli.evaluation.command import EvalOptions, run_eval, split_csv
+    from cli.evaluation.command import EvalOptions, GatewayUnreachable, run_eval, split_csv
     from cli.evaluation.questions import EvalInputError
 
     opts = EvalOptions(
@@ -361,12 +373,17 @@ def eval_(
     )
     try:
         failed = run_eval(opts, cli_settings(), out, err)
+    except GatewayUnreachable as exc:
+        fail(str(exc), UNREACHABLE)
     except EvalInputError as exc:
         fail(str(exc))
     except (RuntimeError, TimeoutError) as exc:  # --start: a service did not come up
         fail(str(exc).splitlines()[0])
     if failed:
         fail("gate failed: " + "; ".join(failed))
+
+
+document_exit_codes(app)  # after the last command: every --help lists the exit codes
 
 
 def main() -> None:  # pragma: no cover - console entry point

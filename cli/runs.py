@@ -1,7 +1,7 @@
 """``pmsearch runs list|show|cancel``: runs kept for inspection, through the gateway's
 run administration API. Listing needs the admin token; ``show`` uses the admin token,
 or an API key (``--key``, or ``PM_API_KEY`` without an admin token) for the key's own
-runs; ``cancel`` is the run owner's, with its API key."""
+runs; ``cancel`` is the run owner's, with its API key, or any run's with ``--admin``."""
 
 from __future__ import annotations
 
@@ -63,7 +63,8 @@ def runs_list(
               "limit": limit, "cursor": cursor}
     pages = []
     while True:
-        page = admin.call("GET", "/v1/admin/runs", params={k: v for k, v in params.items() if v is not None})
+        query = {k: v for k, v in params.items() if v is not None}
+        page = admin.call("GET", "/v1/admin/runs", expect="runs", params=query)
         pages.append(page)
         if not as_json:
             for run in page["runs"]:
@@ -96,10 +97,10 @@ def runs_show(
     """One run: its status and, once finished, outcome, reason, answer and evidence."""
     gateway, as_admin = _reader(cli_settings(), key, url)
     if as_admin:
-        view = gateway.call("GET", f"/v1/admin/runs/{run_id}")
+        view = gateway.call("GET", f"/v1/admin/runs/{run_id}", expect="run")
         summary, result = view["run"], view["result"]
     else:
-        result = gateway.call("GET", f"/v1/runs/{run_id}")
+        result = gateway.call("GET", f"/v1/runs/{run_id}", expect="run_id")
         summary = None
         if result.get("status") == "running":
             summary, result = result, None
@@ -127,11 +128,17 @@ def runs_show(
 def runs_cancel(
     run_id: str = typer.Argument(..., help="The run's id"),
     key: str | None = typer.Option(None, help="The run owner's API key (default PM_API_KEY)"),
+    admin: bool = typer.Option(False, "--admin", help="Cancel any tenant's run with the admin token"),
     url: str | None = typer.Option(None, help=URL_HELP),
 ) -> None:
-    """Cancel a running run (as its owner): it ends once, with outcome `cancelled`."""
+    """Cancel a running run (as its owner, or any run with --admin): it ends once, with
+    outcome `cancelled`."""
     settings = cli_settings()
-    body = Gateway(url or settings.gateway_url, _api_key(settings, key)).call("DELETE", f"/v1/runs/{run_id}")
+    base = url or settings.gateway_url
+    if admin:
+        body = Gateway(base, _admin_token(settings)).call("DELETE", f"/v1/admin/runs/{run_id}", expect="run_id")
+    else:
+        body = Gateway(base, _api_key(settings, key)).call("DELETE", f"/v1/runs/{run_id}", expect="run_id")
     if body.get("status") == "cancelling":
         _say(f"cancelling run {run_id}; its result follows shortly")
     elif body.get("outcome") == "cancelled":

@@ -93,6 +93,8 @@ class SearcherSettings(ScopeKeySettings):
     embedding_api_key: SecretStr | None = None
     chunk_chars: int = 1200
     tool_concurrency: int = 8
+    # Query texts whose embedding is kept (services/searcher/query_cache.py); 0: none.
+    query_embedding_cache_size: int = Field(default=256, ge=0)
     # Ingest limits per message (services/searcher/ingest/limits.py, docs/design.md):
     # refused over the size, parse time or memory; cut, with a note, over the others.
     ingest_max_message_bytes: int = Field(default=25 * 1024 * 1024, ge=1024)

@@ -34,6 +34,12 @@ STREAM_PENDING_IDLE = Gauge(
     ["stream"],
 )
 DEAD_LETTERS = Gauge("pm_dead_letters", "Entries in the stream's dead-letter stream.", ["stream"])
+# The idle time past which this process takes over a pending entry (XAUTOCLAIM): the
+# alert on pending idle time compares against it, so it follows the configured value.
+RECLAIM_IDLE = Gauge(
+    "pm_worker_reclaim_idle_seconds", "Idle time after which this process takes over another consumer's entry.",
+    ["stream"],
+)
 # The most idle of this many pending entries is reported (XPENDING's oldest first).
 IDLE_SAMPLE = 100
 
@@ -71,12 +77,14 @@ WORKER_HANDLE_SECONDS = Histogram(
 HANDLED_RESULTS = ("ok", "dropped", "failed", "dead_lettered")
 
 
-def declare_stream(stream: str) -> None:
-    """Create an input stream's delivery series at zero when it is subscribed: a series
-    born at its first delivery would hide that delivery from ``rate()``."""
+def declare_stream(stream: str, reclaim_idle_seconds: float) -> None:
+    """Create an input stream's delivery series at zero when it is subscribed (a series
+    born at its first delivery would hide that delivery from ``rate()``), and report the
+    idle time after which this process takes over its entries."""
     for result in HANDLED_RESULTS:
         WORKER_HANDLED.labels(stream, result)
     WORKER_HANDLE_SECONDS.labels(stream)
+    RECLAIM_IDLE.labels(stream).set(reclaim_idle_seconds)
 
 
 def _text(value: bytes | str) -> str:

@@ -47,19 +47,18 @@ import signal
 import socket
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import partial
-from typing import Any, Generic, TypeVar
+from typing import Any, TypeVar
 
 from pydantic import BaseModel
 from redis.asyncio import Redis
 
 from shared import telemetry as T
 from shared.bus import connect
-from shared.consumer_group import ConsumerGroup, Fields, envelope_data, is_nogroup
-from shared.errors import ContractError
-from shared.logging_setup import bind, task_fields
-from shared.runstore import WORK_MARGIN_SECONDS, RunStore
+from shared.consumer_group import ConsumerGroup, Fields, is_nogroup
+from shared.delivery import Delivery, Handler, Subscription, deliver
+from shared.runstore import WORK_MARGIN_SECONDS
 from shared.settings import ServiceSettings
 from shared.streams import GROUP
 
@@ -104,39 +103,6 @@ class Policy:
         return cls(**(values | overrides))
 
 
-@dataclass(frozen=True)
-class Delivery:
-    """One delivery of a stream entry to a handler."""
-
-    stream: str
-    entry_id: str  # stable across redeliveries: an idempotency or owner token
-    count: int  # how often Redis has delivered the entry, this time included
-
-
-Handler = Callable[[M, Delivery], Awaitable[None]]
-
-
-@dataclass
-class _Subscription(Generic[M]):
-    group: ConsumerGroup
-    parse: Callable[[str], M]
-    handle: Handler[M]
-    concurrency: int
-    skip_late: bool
-    skip_finished: bool
-    forget: bool = False
-    inflight: dict[str, asyncio.Task[None]] = field(default_factory=dict)
-    slot_freed: asyncio.Event = field(default_factory=asyncio.Event)
-
-    @property
-    def stream(self) -> str:
-        return self.group.stream
-
-    @property
-    def free(self) -> int:
-        return self.concurrency - len(self.inflight)
-
-
 class Worker:
     """A stage's stream consumers in one process. ``start``/``stop`` for tests, ``run``
     for a process (until SIGTERM or SIGINT)."""
@@ -156,7 +122,7 @@ class Worker:
         # burst of handler commands for a pooled connection.
         self.redis = redis or connect(settings)
         self._owns_redis = redis is None
-        self._subs: list[_Subscription[Any]] = []
+        self._subs: list[Subscription[Any]] = []
         self._on_start: list[Callable[[], Awaitable[None]]] = []
         self._on_stop: list[Callable[[], Awaitable[None]]] = []
         self._loops: list[asyncio.Task[None]] = []
@@ -187,9 +153,9 @@ class Worker:
         once acknowledged, and dead-lettered without its payload. ``parse`` turns the
         envelope's JSON into the message (default: ``model``'s validation); it may raise
         a ContractError with its own code."""
-        T.declare_stream(stream)
+        T.declare_stream(stream, self.policy.reclaim_idle_ms / 1000)
         self._subs.append(
-            _Subscription(
+            Subscription(
                 group=ConsumerGroup(self.redis, stream, group or GROUP[stream], self.consumer),
                 parse=parse or model.model_validate_json,
                 handle=handle,
@@ -284,12 +250,12 @@ class Worker:
 
     # ------------------------------------------------------------ reading
 
-    async def _ensure_group(self, sub: _Subscription[Any]) -> None:
+    async def _ensure_group(self, sub: Subscription[Any]) -> None:
         if await sub.group.ensure():
             T.WORKER_GROUPS_CREATED.labels(sub.stream).inc()
             log.info("created consumer group %s on %s at 0", sub.group.group, sub.stream)
 
-    async def _wait_for_slot(self, sub: _Subscription[Any]) -> bool:
+    async def _wait_for_slot(self, sub: Subscription[Any]) -> bool:
         """True once a handler slot is free; False when stopping."""
         while sub.free <= 0 and not self._stopping.is_set():
             sub.slot_freed.clear()
@@ -299,7 +265,7 @@ class Worker:
                 pass
         return not self._stopping.is_set()
 
-    async def _guarded(self, sub: _Subscription[Any], read: Callable[[], Awaitable[Any]], backoff: list[float]) -> Any:
+    async def _guarded(self, sub: Subscription[Any], read: Callable[[], Awaitable[Any]], backoff: list[float]) -> Any:
         """Run one read; on NOGROUP create the group again, on a Redis fault back off.
         None when the read failed."""
         try:
@@ -319,7 +285,7 @@ class Worker:
         backoff[0] = 0.1
         return reply
 
-    async def _consume_loop(self, sub: _Subscription[Any]) -> None:
+    async def _consume_loop(self, sub: Subscription[Any]) -> None:
         """Take over dead consumers' entries every reclaim poll, read new ones between.
         One command at a time, each for at most the free slots: never more than
         ``concurrency`` entries held, and reclaiming is never starved by reading."""
@@ -355,7 +321,7 @@ class Worker:
         except TimeoutError:
             pass
 
-    async def _heartbeat_loop(self, sub: _Subscription[Any]) -> None:
+    async def _heartbeat_loop(self, sub: Subscription[Any]) -> None:
         """Keep the entries of running handlers young; report those another consumer took."""
         while True:
             await asyncio.sleep(self.policy.heartbeat_ms / 1000)
@@ -372,7 +338,7 @@ class Worker:
                     T.WORKER_TAKEN.labels(sub.stream).inc()
                     log.warning("%s %s was taken over by another consumer while running", sub.stream, entry_id)
 
-    async def _trim_loop(self, sub: _Subscription[Any]) -> None:
+    async def _trim_loop(self, sub: Subscription[Any]) -> None:
         """Drop consumed entries older than the keep time (none for ``forget`` streams)."""
         keep_ms = 0 if sub.forget else self.policy.keep_consumed_ms
         # Ends on the stop flag, not only by cancellation: redis-py can swallow a
@@ -391,8 +357,8 @@ class Worker:
 
     # ------------------------------------------------------------ handling
 
-    def _dispatch(self, sub: _Subscription[Any], entry_id: str, fields: Fields, count: int) -> None:
-        task = asyncio.create_task(self._deliver(sub, entry_id, fields, count))
+    def _dispatch(self, sub: Subscription[Any], entry_id: str, fields: Fields, count: int) -> None:
+        task = asyncio.create_task(deliver(sub, self.policy.max_deliveries, self.redis, entry_id, fields, count))
         sub.inflight[entry_id] = task
 
         def done(_: asyncio.Task[None]) -> None:
@@ -401,92 +367,6 @@ class Worker:
             sub.slot_freed.set()
 
         task.add_done_callback(done)
-
-    async def _deliver(self, sub: _Subscription[Any], entry_id: str, fields: Fields, count: int) -> None:
-        stream = sub.stream
-        # Each delivery is its own task: these fields name it on every line it logs.
-        task_fields(stage=sub.group.group, stream=stream, entry_id=entry_id, delivery=count)
-        started = time.perf_counter()
-        if count > self.policy.max_deliveries:
-            # The earlier tries never came back: each killed its worker, or hung it.
-            await self._dead_letter(sub, entry_id, fields, "too_many_deliveries", f"delivered {count} times", count)
-            return
-        try:
-            message = sub.parse(envelope_data(fields))
-        except ContractError as exc:
-            await self._dead_letter(sub, entry_id, fields, exc.code, exc.detail, count)
-            return
-        except ValueError as exc:
-            detail = str(exc.errors()[:3]) if hasattr(exc, "errors") else str(exc)
-            await self._dead_letter(sub, entry_id, fields, ContractError.code, detail, count)
-            return
-        bind(run_id=getattr(message, "run_id", None), tenant=getattr(message, "tenant_id", None),
-             step=getattr(message, "step", None))
-        try:
-            stale = await self._stale(sub, message)
-            if stale is not None:
-                T.WORKER_DROPPED.labels(stream, stale).inc()
-                log.info("dropped %s %s: %s", stream, entry_id, stale)
-            else:
-                began = time.perf_counter()
-                try:
-                    await sub.handle(message, Delivery(stream=stream, entry_id=entry_id, count=count))
-                finally:
-                    T.WORKER_HANDLE_SECONDS.labels(stream).observe(time.perf_counter() - began)
-                log.info("handled", extra={"duration_ms": round((time.perf_counter() - started) * 1000, 1)})
-        except ContractError as exc:
-            await self._dead_letter(sub, entry_id, fields, exc.code, exc.detail, count)
-            return
-        except Exception as exc:  # noqa: BLE001 - retry or dead-letter, by delivery count
-            if count >= self.policy.max_deliveries:
-                log.exception("giving up on %s %s after %d deliveries", stream, entry_id, count)
-                await self._dead_letter(sub, entry_id, fields, "handler_failed", repr(exc), count)
-                return
-            T.WORKER_FAILURES.labels(stream).inc()
-            T.WORKER_HANDLED.labels(stream, "failed").inc()
-            log.exception("handler failed on %s %s (delivery %d); left pending for a retry", stream, entry_id, count)
-            return
-        try:
-            await sub.group.ack(entry_id)
-        except Exception as exc:  # noqa: BLE001 - redelivered later; handlers are idempotent
-            log.warning("cannot acknowledge %s %s: %s", stream, entry_id, exc)
-            return
-        T.WORKER_HANDLED.labels(stream, "ok" if stale is None else "dropped").inc()
-        await self._forget(sub, entry_id)
-
-    async def _forget(self, sub: _Subscription[Any], entry_id: str) -> None:
-        """Delete an acknowledged entry of a ``forget`` stream; if this fails, the trim
-        loop drops it (acknowledged, it is consumed)."""
-        if not sub.forget:
-            return
-        try:
-            await sub.group.forget(entry_id)
-        except Exception as exc:  # noqa: BLE001 - trimmed later
-            log.warning("cannot delete %s %s: %s", sub.stream, entry_id, exc)
-
-    async def _stale(self, sub: _Subscription[Any], message: BaseModel) -> str | None:
-        deadline = getattr(message, "deadline", None)
-        if sub.skip_late and deadline is not None and time.time() >= deadline:
-            return "deadline_passed"
-        run_id = getattr(message, "run_id", None)
-        if sub.skip_finished and run_id and await RunStore(self.redis).finished(run_id):
-            return "run_finished"
-        return None
-
-    async def _dead_letter(
-        self, sub: _Subscription[Any], entry_id: str, fields: Fields, reason: str, detail: str, count: int
-    ) -> None:
-        # The detail stays in the dead letter: a validation error quotes its input (mail, a question).
-        log.warning("dead-lettering %s %s (%s, delivery %d)", sub.stream, entry_id, reason, count)
-        try:
-            await sub.group.dead_letter(entry_id, fields, f"{reason}: {detail}", count, keep_payload=not sub.forget)
-        except Exception:  # noqa: BLE001 - left pending; the next delivery tries again
-            log.exception("cannot dead-letter %s %s", sub.stream, entry_id)
-            return
-        T.WORKER_DEAD_LETTERED.labels(sub.stream, reason).inc()
-        T.WORKER_HANDLED.labels(sub.stream, "dead_lettered").inc()
-        await self._forget(sub, entry_id)
-
 
 CANCEL_WAIT_SECONDS = 1.0
 

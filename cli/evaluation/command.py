@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -100,12 +101,53 @@ def _ask(
         )
 
 
+class GatewayUnreachable(EvalInputError):
+    """Nothing answers at the gateway URL (the CLI's exit code 3)."""
+
+
 def _reachable(gateway: str) -> None:
     """Refuse early when nothing listens: otherwise every question would be an ``error``."""
     try:
         httpx.get(f"{gateway}/healthz", timeout=10)
     except httpx.HTTPError as exc:
-        raise EvalInputError(f"cannot reach the gateway at {gateway}: {exc}") from None
+        raise GatewayUnreachable(f"cannot reach the gateway at {gateway}: {exc}") from None
+
+
+def _admin_token(settings: CliSettings) -> str | None:
+    if settings.admin_token is not None:
+        return settings.admin_token.get_secret_value()
+    try:
+        return json.loads((settings.var_dir / "secrets.json").read_text())["admin_token"]
+    except (OSError, ValueError, KeyError):
+        return None
+
+
+def check_caps(gateway: str, settings: CliSettings, questions: list[Question], runs_per_question: int) -> None:
+    """Refuse before asking when a tenant's daily cap cannot take the evaluation's runs:
+    otherwise the questions past the cap end as 429 errors and the figures mean nothing.
+    Skipped without the admin token (the usage is an admin route)."""
+    token = _admin_token(settings)
+    if token is None:
+        return
+    needed: dict[str, int] = {}
+    for q in questions:
+        tenant = q.key.split("/", 1)[0]
+        needed[tenant] = needed.get(tenant, 0) + runs_per_question
+    for tenant, runs in sorted(needed.items()):
+        try:
+            resp = httpx.get(
+                f"{gateway}/v1/admin/tenants/{tenant}/usage", headers={"Authorization": f"Bearer {token}"}, timeout=10
+            )
+        except httpx.HTTPError:
+            return  # the question runs will say what is wrong
+        if resp.status_code != 200:
+            return
+        remaining = resp.json().get("remaining")
+        if isinstance(remaining, int) and remaining < runs:
+            raise EvalInputError(
+                f"tenant {tenant} has {remaining} agentic runs left today and this evaluation needs {runs}: "
+                f"raise its cap (pmsearch tenants set {tenant} --daily-cap N) or ask fewer questions"
+            )
 
 
 def gate_failures(opts: EvalOptions, summary: dict) -> list[str]:
@@ -140,6 +182,7 @@ def run_eval(opts: EvalOptions, settings: CliSettings, out: Console, err: Consol
     with _target(opts, settings, err) as (gateway, keys_file):
         keys = resolve_keys(questions, keys_file)
         _reachable(gateway)
+        check_caps(gateway, settings, questions, 2 if opts.baseline else 1)
         keeper = DraftKeeper.for_local_stack(settings.var_dir, settings.redis_port, out_dir)
         records = _ask(gateway, questions, keys, opts, err, keeper)
 

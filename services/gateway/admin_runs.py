@@ -1,5 +1,5 @@
-"""HTTP routes of run administration: list and view runs (admin token), cancel a run
-(its owner's API key), a tenant's cap use (admin token). The logic is
+"""HTTP routes of run administration: list, view and cancel any run (admin token), cancel
+a run (its owner's API key), a tenant's cap use (admin token). The logic is
 :mod:`services.gateway.run_admin`."""
 
 # No ``from __future__ import annotations``: the routes' dependencies are local to
@@ -79,10 +79,22 @@ def router(caller: Callable[..., Awaitable[ApiKeyRecord]], admin: Callable[..., 
         """Cancel a running run: it ends once, through the verifier, with outcome and reason
         ``cancelled`` (200 with the result; 202 if it is not stored within seconds). Only
         the run's owner may cancel it (else 404, as for reading it); a finished run is 409."""
-        result = await api.cancel(record, run_id)
-        if result is None:
-            return JSONResponse(CancelAccepted(run_id=run_id).model_dump(), status_code=202)
-        return JSONResponse(result.model_dump(mode="json"))
+        return _cancelled(run_id, await api.cancel(record, run_id))
+
+    @routes.delete(
+        "/v1/admin/runs/{run_id}",
+        tags=["admin"],
+        response_model=RunResult,
+        dependencies=[Admin],
+        responses={
+            202: {"model": CancelAccepted, "description": "Cancelling; the result follows shortly"},
+            **problems(404, 409, 503),
+        },
+    )
+    async def cancel_any_run(run_id: str, api: AdminApi):
+        """Cancel any tenant's running run, as an administrator; as ``DELETE /v1/runs/{id}``
+        otherwise (200 with the result, 202 while it is being stored, 409 if finished)."""
+        return _cancelled(run_id, await api.cancel_any(run_id))
 
     @routes.get(
         "/v1/admin/tenants/{tenant_id}/usage", response_model=TenantUsage, tags=["admin"], dependencies=[Admin],
@@ -93,3 +105,9 @@ def router(caller: Callable[..., Awaitable[ApiKeyRecord]], admin: Callable[..., 
         return await api.usage(tenant_id)
 
     return routes
+
+
+def _cancelled(run_id: str, result: RunResult | None) -> JSONResponse:
+    if result is None:
+        return JSONResponse(CancelAccepted(run_id=run_id).model_dump(), status_code=202)
+    return JSONResponse(result.model_dump(mode="json"))

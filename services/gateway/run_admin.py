@@ -19,7 +19,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from services.gateway.errors import Conflict, InvalidRequest
+from services.gateway.errors import Conflict, InvalidRequest, NotFound
 from services.gateway.repository import seconds_to_utc_midnight
 from services.gateway.runs import RunService
 from services.gateway.schemas import ApiKeyRecord
@@ -191,12 +191,22 @@ class RunAdmin:
         """Cancel the caller's run: its ``cancelled`` result, or None when the verifier
         has not stored it within :data:`CANCEL_WAIT_SECONDS` (it will). 404 for a run the
         caller may not read; 409 when the run ended otherwise first."""
-        meta = await self.runs.meta(record, run_id)
+        return await self._cancel(await self.runs.meta(record, run_id), "cancelled by its owner")
+
+    async def cancel_any(self, run_id: str) -> RunResult | None:
+        """:meth:`cancel` for an administrator: any tenant's run (404 for an unknown one)."""
+        meta = await self.store.meta(run_id)
+        if meta is None:
+            raise NotFound(f"no run {run_id}")
+        return await self._cancel(meta, "cancelled by an administrator")
+
+    async def _cancel(self, meta: RunMeta, note: str) -> RunResult | None:
+        run_id = meta.run_id
         if await self.store.finished(run_id):
             raise Conflict(f"run {run_id} has already finished")
         if meta.cancelled_at is None:
             meta = await self.store.mark_cancelled(meta, time.time())
-        await request_ending(self.runs.redis, meta, "cancelled", "cancelled by its owner")
+        await request_ending(self.runs.redis, meta, "cancelled", note)
         give_up = time.monotonic() + CANCEL_WAIT_SECONDS
         while time.monotonic() < give_up:
             result = await self.store.result(run_id)

@@ -32,7 +32,14 @@ from services.gateway.schemas import (
 from shared import streams
 from shared.bus import publish
 from shared.errors import PmError
-from shared.messages import IngestReplied, IngestRequested, SearchReplied, SearchRequested
+from shared.messages import (
+    IngestReplied,
+    IngestRequested,
+    LookupReplied,
+    LookupRequested,
+    SearchReplied,
+    SearchRequested,
+)
 from shared.scope import Scope, sign_scope
 from shared.settings import GatewaySettings
 
@@ -165,6 +172,17 @@ class GatewayService:
         return SearchResponse(
             query=req.query, mode=req.mode, hits=reply.hits, took_ms=(time.perf_counter() - started) * 1000
         )
+
+    async def lookup(self, record: ApiKeyRecord, tool: str, arguments: dict) -> LookupReplied:
+        """One read-only tool run by the searcher inside the key's signed scope
+        (``pm:lookups``), outside any run: nothing is stored as evidence."""
+        request_id = uuid.uuid4().hex
+        timeout = self.settings.search_timeout_seconds
+        message = LookupRequested(
+            request_id=request_id, tenant_id=record.tenant_id, scope_token=self.sign(record),
+            deadline=time.time() + timeout, tool=tool, arguments=arguments,
+        )
+        return LookupReplied.model_validate_json(await self._call(streams.LOOKUPS, request_id, message, timeout))
 
     async def ingest(self, batch: IngestBatch) -> IngestResult:
         for i, raw in enumerate(batch.raw):

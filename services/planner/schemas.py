@@ -8,6 +8,7 @@ code, and the searcher validates every call again against the tool's strict sche
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
@@ -20,6 +21,13 @@ from shared.tools import constrained_args
 def call_models(*, message_ids: list[str], thread_ids: list[str]) -> list[type[BaseModel]]:
     """One reply model per tool the planner may call now, each with its arguments
     constrained to this run."""
+    return list(_call_models(tuple(message_ids), tuple(thread_ids)))
+
+
+# A run's later rounds (and its redeliveries) ask for the same ids again; building the
+# models costs milliseconds of CPU, looking them up nothing.
+@lru_cache(maxsize=256)
+def _call_models(message_ids: tuple[str, ...], thread_ids: tuple[str, ...]) -> tuple[type[BaseModel], ...]:
     models: list[type[BaseModel]] = []
     for name, offered in SEARCH_TOOLS.items():
         # No mailboxes argument is offered (SEARCH_TOOLS), so none is constrained.
@@ -39,12 +47,17 @@ def call_models(*, message_ids: list[str], thread_ids: list[str]) -> list[type[B
                 arguments=(args, ...),
             )
         )
-    return models
+    return tuple(models)
 
 
 def search_model(calls: list[type[BaseModel]]) -> type[BaseModel]:
     """The reply of a search round: up to three calls; none says no search can help."""
-    Call = calls[0] if len(calls) == 1 else Union[tuple(calls)]  # type: ignore[valid-type]  # noqa: UP007 (built at run time)
+    return _search_model(tuple(calls))
+
+
+@lru_cache(maxsize=256)
+def _search_model(calls: tuple[type[BaseModel], ...]) -> type[BaseModel]:
+    Call = calls[0] if len(calls) == 1 else Union[calls]  # type: ignore[valid-type]  # noqa: UP007 (built at run time)
     return create_model(
         "PlannerSearch",
         __config__=ConfigDict(extra="forbid"),

@@ -166,6 +166,15 @@ def _normalised(vector: Sequence[float]) -> list[float]:
     return [float(x) / norm for x in vector] if norm else [float(x) for x in vector]
 
 
+def embedder_id(settings: SearcherSettings) -> str:
+    """``<backend>:<model>``: what the index records as having embedded it, the packaged
+    model under one name however it is spelled."""
+    model = settings.embedding_model
+    if settings.embedding_backend == "local" and _is_packaged(model):
+        model = PACKAGED_MODEL
+    return f"{settings.embedding_backend}:{model}"
+
+
 def make_embedder(settings: SearcherSettings) -> Embedder:
     """The embedder ``settings.embedding_backend`` names."""
     if settings.embedding_backend == "openai":

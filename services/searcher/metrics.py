@@ -1,6 +1,10 @@
 """Searcher metrics. Labels are bounded: tool names, modes, outcomes; never ids."""
 
-from prometheus_client import Counter, Histogram
+from collections.abc import Callable, Iterator
+
+from prometheus_client import REGISTRY, Counter, Histogram
+from prometheus_client.core import CounterMetricFamily
+from prometheus_client.registry import Collector
 
 from shared.streams import LOOKUPS, QUERIES
 from shared.streams import TOOLS as TOOLS_STREAM
@@ -28,3 +32,27 @@ for _tool in TOOLS:
     TOOL_SECONDS.labels(_tool)
 for _stream in (QUERIES, TOOLS_STREAM, LOOKUPS):
     SCOPE_REFUSED.labels(_stream)
+
+
+class _QueryEmbeddingCache(Collector):
+    """``pm_searcher_query_embedding_cache_total{result}``: query embeddings served from
+    the cache (hit) or computed (miss), read from the cache at scrape time."""
+
+    def __init__(self) -> None:
+        self._counts: Callable[[], tuple[int, int]] = lambda: (0, 0)
+
+    def watch(self, counts: Callable[[], tuple[int, int]]) -> None:
+        self._counts = counts
+
+    def collect(self) -> Iterator[CounterMetricFamily]:
+        family = CounterMetricFamily(
+            "pm_searcher_query_embedding_cache", "Query embeddings served from the cache or computed.", labels=["result"]
+        )
+        hits, misses = self._counts()
+        family.add_metric(["hit"], hits)
+        family.add_metric(["miss"], misses)
+        yield family
+
+
+QUERY_EMBEDDING_CACHE = _QueryEmbeddingCache()
+REGISTRY.register(QUERY_EMBEDDING_CACHE)

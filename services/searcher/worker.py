@@ -16,11 +16,12 @@ from functools import partial
 from typing import Any, Callable, TypeVar
 
 from services.searcher import metrics
-from services.searcher.embedding import BatchingEmbedder, make_embedder
+from services.searcher.embedding import BatchingEmbedder, embedder_id, make_embedder
 from services.searcher.index import MailIndex, open_index
 from services.searcher.index.base import IndexFilter
 from services.searcher.ingest.limits import IngestLimits
 from services.searcher.ingest.service import Ingester
+from services.searcher.query_cache import QueryEmbeddingCache
 from services.searcher.repository import ScopedMailRepository
 from services.searcher.service import ToolRunner
 from shared import streams
@@ -71,8 +72,10 @@ class Searcher:
         """Open the index and load the embedding model before the first request."""
         settings = self.settings
         embedder = make_embedder(settings)
-        self.index = open_index(settings, embedder.dim)
-        self.runner = ToolRunner(ScopedMailRepository(self.index, BatchingEmbedder(embedder)))
+        self.index = open_index(settings, embedder.dim, embedder_id(settings))
+        queries = QueryEmbeddingCache(BatchingEmbedder(embedder), settings.query_embedding_cache_size)
+        metrics.QUERY_EMBEDDING_CACHE.watch(queries.counts)
+        self.runner = ToolRunner(ScopedMailRepository(self.index, queries))
         self.ingester = Ingester(self.index, embedder, settings.chunk_chars, limits=_ingest_limits(settings))
         embedder.embed(["warm up"])  # load the model before the first request, not during it
         log.info("searcher ready")

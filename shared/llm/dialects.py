@@ -10,7 +10,9 @@
 
 from __future__ import annotations
 
+import copy
 import json
+from functools import lru_cache
 from typing import Any, Literal
 
 from pydantic import BaseModel
@@ -21,6 +23,13 @@ Dialect = Literal["json_schema", "json_object_schema", "tools"]
 def schema_of(schema_model: type[BaseModel]) -> dict[str, Any]:
     """The JSON schema sent to the provider (pydantic's, which already carries
     ``additionalProperties: false`` for models that forbid extra fields)."""
+    return copy.deepcopy(_schema(schema_model))  # a copy: the caller may change its request
+
+
+# The stages reuse their reply models (built once per set of passage refs), so each
+# schema is generated once per process rather than on every call.
+@lru_cache(maxsize=256)
+def _schema(schema_model: type[BaseModel]) -> dict[str, Any]:
     return schema_model.model_json_schema()
 
 

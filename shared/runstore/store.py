@@ -165,8 +165,10 @@ class RunStore:
     async def save_state(self, run_id: str, state: BaseModel, snapshot: RunSnapshot, deadline: float) -> None:
         """The planner's state and the snapshot other stages read (trace, usage, hits)."""
         ttl = work_ttl(deadline)
-        await self.redis.set(streams.state_key(run_id), state.model_dump_json(), ex=ttl)
-        await self.redis.set(streams.snapshot_key(run_id), snapshot.model_dump_json(), ex=ttl)
+        async with self.redis.pipeline(transaction=False) as pipe:
+            pipe.set(streams.state_key(run_id), state.model_dump_json(), ex=ttl)
+            pipe.set(streams.snapshot_key(run_id), snapshot.model_dump_json(), ex=ttl)
+            await pipe.execute()
 
     @asynccontextmanager
     async def locked(self, run_id: str, lease_ms: int = LOCK_MS) -> AsyncIterator[None]:
@@ -195,8 +197,10 @@ class RunStore:
 
     async def add_progress(self, run_id: str, event: ProgressEvent, deadline: float | None) -> None:
         key = streams.progress_key(run_id)
-        await self.redis.xadd(key, encode(event), maxlen=PROGRESS_MAXLEN, approximate=True)
-        await self.redis.expire(key, work_ttl(deadline))
+        async with self.redis.pipeline(transaction=False) as pipe:
+            pipe.xadd(key, encode(event), maxlen=PROGRESS_MAXLEN, approximate=True)
+            pipe.expire(key, work_ttl(deadline))
+            await pipe.execute()
 
     # ------------------------------------------------------------ searcher
 
@@ -206,18 +210,24 @@ class RunStore:
         """Store each message as run evidence and announce each new one once (an
         ``evidence`` progress event); the number of new ones."""
         key, progress = streams.evidence_key(run_id), streams.progress_key(run_id)
-        added = 0
-        for message_id, msg in messages.items():
-            if not await self.redis.hsetnx(key, message_id, msg.model_dump_json()):
-                continue
-            added += 1
-            summary = EvidenceSummary.of(msg, msg.snippet)
-            event = ProgressEvent(event="evidence", payload={"step": step, "message": summary.model_dump(mode="json")})
-            await self.redis.xadd(progress, encode(event), maxlen=PROGRESS_MAXLEN, approximate=True)
+        # Two round trips whatever the number of messages (a search returns a dozen):
+        # store each, then announce those that were new.
+        items = list(messages.items())
+        async with self.redis.pipeline(transaction=False) as pipe:
+            for message_id, msg in items:
+                pipe.hsetnx(key, message_id, msg.model_dump_json())
+            stored = await pipe.execute()
+        fresh = [msg for (_, msg), new in zip(items, stored) if new]
         ttl = work_ttl(deadline)
-        await self.redis.expire(key, ttl)
-        await self.redis.expire(progress, ttl)
-        return added
+        async with self.redis.pipeline(transaction=False) as pipe:
+            for msg in fresh:
+                summary = EvidenceSummary.of(msg, msg.snippet)
+                event = ProgressEvent(event="evidence", payload={"step": step, "message": summary.model_dump(mode="json")})
+                pipe.xadd(progress, encode(event), maxlen=PROGRESS_MAXLEN, approximate=True)
+            pipe.expire(key, ttl)
+            pipe.expire(progress, ttl)
+            await pipe.execute()
+        return len(fresh)
 
     # ------------------------------------------------------------ evidence readers
 

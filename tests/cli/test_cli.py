@@ -107,3 +107,9 @@ def demo_stack_run(stack, run_id: str, key: str) -> dict:
     resp = httpx.get(f"{stack.gateway_url}/v1/runs/{run_id}", headers={"Authorization": f"Bearer {key}"}, timeout=30)
     assert resp.status_code == 200, resp.text
     return resp.json()
+
+
+def test_tenants_set_prints_the_tenant_s_new_settings(demo_stack):
+    run = pmsearch(demo_stack, "tenants", "set", "cli-tenant", "--daily-cap", "7")
+    assert run.returncode == 0, run.stderr
+    assert '"search.agentic_daily_cap": 7' in run.stdout

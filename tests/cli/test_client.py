@@ -9,14 +9,22 @@ import subprocess
 import sys
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
 
-import click
 import pytest
 import typer
 
 from cli.client import UNREACHABLE, USAGE
 
-COMMANDS = [("search", "invoice"), ("ask", "Who handles the Golf claim?"), ("keys", "list")]
+COMMANDS = [
+    ("search", "invoice"), ("ask", "Who handles the Golf claim?"), ("keys", "list"),
+    ("runs", "list"), ("runs", "show", "r1"), ("runs", "show", "r1", "--key", "pk_whatever"),
+    ("runs", "cancel", "r1"), ("runs", "cancel", "r1", "--admin"), ("tenants", "set", "acme", "--daily-cap", "5"),
+]
+IDS = [
+    "search", "ask", "keys-list", "runs-list", "runs-show-admin", "runs-show-key", "runs-cancel", "runs-cancel-admin",
+    "tenants-set",
+]
 
 
 def pmsearch(*args: str) -> subprocess.CompletedProcess:
@@ -61,7 +69,7 @@ class _Foreign(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(body)
 
-    do_GET = do_POST = _answer
+    do_GET = do_POST = do_PATCH = do_DELETE = _answer
 
     def log_message(self, *args) -> None:
         pass
@@ -78,13 +86,13 @@ def foreign_server(request):
     server.server_close()
 
 
-@pytest.mark.parametrize("command", COMMANDS, ids=[c[0] for c in COMMANDS])
+@pytest.mark.parametrize("command", COMMANDS, ids=IDS)
 def test_a_url_where_nothing_listens_is_one_line_and_exit_3(command, closed_port):
     url = f"http://127.0.0.1:{closed_port}"
     one_line_error(pmsearch(*command, "--url", url), UNREACHABLE, "cannot reach the gateway", url)
 
 
-@pytest.mark.parametrize("command", COMMANDS, ids=[c[0] for c in COMMANDS])
+@pytest.mark.parametrize("command", COMMANDS, ids=IDS)
 def test_a_server_that_is_not_pmsearch_is_one_line_and_exit_3(command, foreign_server):
     one_line_error(pmsearch(*command, "--url", foreign_server), UNREACHABLE, "a pmsearch gateway does not send")
 
@@ -99,24 +107,36 @@ def test_mode_is_one_of_keyword_semantic_hybrid():
     assert "psychic" in run.stderr and "keyword" in run.stderr and "Traceback" not in run.stderr
 
 
-def test_help_documents_the_exit_codes():
-    run = pmsearch("--help")
-    assert run.returncode == 0
+def commands() -> list[tuple[tuple[str, ...], Any]]:
+    """Every group and command of ``pmsearch``: the words that name it, and its Click
+    object (Typer's own copy of Click: a group is what has ``commands``)."""
+    from cli.main import app
+
+    def walk(command, path: tuple[str, ...]):
+        yield path, command
+        for name, sub in getattr(command, "commands", {}).items():
+            yield from walk(sub, (*path, name))
+
+    return list(walk(typer.main.get_command(app), ()))
+
+
+def test_the_command_walk_reaches_subcommands():
+    paths = [path for path, _ in commands()]
+    assert ("runs", "cancel") in paths and ("keys", "list") in paths and ("search",) in paths
+
+
+@pytest.mark.parametrize("path", [path for path, _ in commands()], ids=lambda p: " ".join(p) or "pmsearch")
+def test_every_help_documents_the_exit_codes(path):
+    run = pmsearch(*path, "--help")
+    assert run.returncode == 0, run.stderr
     text = " ".join(run.stdout.split())
-    assert "Exit codes: 0 done; 1 " in text and "3 no pmsearch gateway" in text
+    assert "Exit codes: 0 done; 1 " in text and "3 no pmsearch gateway" in text, text
 
 
 def test_every_option_and_argument_of_every_command_has_help():
-    from cli.main import app
-
-    def walk(command: click.Command, path: str):
-        yield path, command
-        if isinstance(command, click.Group):
-            for name, sub in command.commands.items():
-                yield from walk(sub, f"{path} {name}")
-
     missing = []
-    for path, command in walk(typer.main.get_command(app), "pmsearch"):
+    for words, command in commands():
+        path = " ".join(("pmsearch", *words))
         if not (command.help or "").strip():
             missing.append(path)
         for param in command.params:

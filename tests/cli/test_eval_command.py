@@ -118,13 +118,13 @@ def test_start_brings_up_the_stack_like_up_loads_the_demo_and_stops_it(gateway, 
     assert list((tmp_path / "out").glob("*/report.json"))
 
 
-def test_an_unreachable_gateway_is_refused_in_one_line(tmp_path):
+def test_an_unreachable_gateway_is_refused_in_one_line_with_exit_code_3(tmp_path):
     from cli.stack import free_port
 
     class Nowhere:
         url = f"http://127.0.0.1:{free_port()}"
 
     run = pmsearch_eval(Nowhere, tmp_path)
-    assert run.returncode == 1
+    assert run.returncode == 3
     assert run.stderr.strip().startswith(f"error: cannot reach the gateway at {Nowhere.url}")
     assert len(run.stderr.strip().splitlines()) == 1

@@ -61,7 +61,8 @@ def test_show_prints_the_outcome_and_answer_as_admin_or_owner(api, demo_stack):
         assert "outcome: answered" in shown.stdout and "answer: " in shown.stdout
 
 
-def test_cancel_ends_a_running_run(api, demo_stack, stack_model):
+@pytest.mark.parametrize("as_admin", [False, True], ids=["owner", "admin"])
+def test_cancel_ends_a_running_run(api, demo_stack, stack_model, as_admin):
     stack_model.set_script(lambda body: honest()(body).model_copy(update={"delay": 3.0}))
     _, key = new_key(api)
     started: dict[str, str] = {}
@@ -80,7 +81,10 @@ def test_cancel_ends_a_running_run(api, demo_stack, stack_model):
     reader = threading.Thread(target=stream, daemon=True)
     reader.start()
     assert ready.wait(30)
-    run = pmsearch(demo_stack, "runs", "cancel", started["run_id"], key=key)
+    if as_admin:
+        run = pmsearch(demo_stack, "runs", "cancel", "--admin", started["run_id"])
+    else:
+        run = pmsearch(demo_stack, "runs", "cancel", started["run_id"], key=key)
     reader.join(60)
     assert run.returncode == 0, run.stderr
     assert run.stdout.strip() == f"cancelled run {started['run_id']}"

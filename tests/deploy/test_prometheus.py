@@ -4,10 +4,12 @@ One module-wide scenario (it takes a couple of minutes): the stack as `pmsearch 
 it (every process its own metrics port, listed in the stack's file-based service
 discovery), the scripted model, Prometheus scraping every second and evaluating a copy
 of the shipped rules with ``for: 0s``. Runs happen, then faults are provoked: a forged
-scope token (a scope refusal and a dead letter), a failing model (the planner's breaker
-opens, runs end degraded), a tenant at its daily cap, and a stage killed. Then every
-dashboard query and every alert's signal must return series, and the alerts of the
-provoked faults must fire.
+scope token (a scope refusal and a dead letter), a planner replica stopped (SIGSTOP)
+holding an entry while the other replica has no free slot (the entry idles past the
+reclaim time until the process continues), a failing model (the planner's breaker opens,
+runs end degraded), a tenant at its daily cap, and a stage killed. Then every dashboard
+query and every alert's signal must return series, and the alerts of the provoked faults
+must fire (the stalled entry's while it stalls).
 
 Print the panel table with ``pytest -s tests/deploy/test_prometheus.py``.
 """
@@ -28,6 +30,7 @@ from cli.stack import Stack
 from shared import streams
 from shared.bus import encode
 from shared.messages import ToolBatchRequested, ToolCall
+from tests.deploy.stalled_planner import SLOW_SECONDS, STALLED, firing, stall_a_planner, wait_for, write_targets
 from tests.fixtures.brains import SEARCH, answer, honest, honest_answer, schema_title, sentence
 from tests.fixtures.prometheus import Prometheus
 from tests.fixtures.scripted_model import Reply, ScriptedModel
@@ -82,17 +85,6 @@ def rules_for_test(workdir: Path) -> Path:
     return path
 
 
-def wait_for(probe, what: str, timeout: float = 60.0, step: float = 0.5):
-    deadline = time.monotonic() + timeout
-    while True:
-        value = probe()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(step)
-
-
 @pytest.fixture(scope="module")
 def observed(tmp_path_factory):
     """(stack, prometheus, api) after the scenario above ran."""
@@ -106,7 +98,7 @@ def observed(tmp_path_factory):
             work / "stack",
             extra_env={
                 "PM_MODEL_BASE_URL": model.base_url, "PM_MODEL_OUTPUT": "json_schema", "PM_AGENT_MODEL": "scripted",
-                "PM_MODEL_TIMEOUT_SECONDS": "10", "PM_MODEL_RETRY_WAIT_SECONDS": "0.05",
+                "PM_MODEL_TIMEOUT_SECONDS": str(SLOW_SECONDS * 2), "PM_MODEL_RETRY_WAIT_SECONDS": "0.05",
                 "PM_MODEL_RETRY_WAIT_MAX_SECONDS": "0.1",
                 # Open stays open for the rest of the scenario.
                 "PM_BREAKER_RESET_SECONDS": "600",
@@ -118,17 +110,21 @@ def observed(tmp_path_factory):
             stack.demo_keys = load_demo(stack, DEMO, Console(quiet=True))
             prom_dir = work / "prometheus"
             prom_dir.mkdir()
+            replicas = prom_dir / "replicas.json"  # processes the scenario adds to the stack's
+            write_targets(replicas, [])
             prom = Prometheus(prom_dir, {
                 "global": {"scrape_interval": "1s", "evaluation_interval": "1s"},
                 "rule_files": [str(rules_for_test(prom_dir))],
                 "scrape_configs": [{
                     "job_name": "pmsearch",
-                    "file_sd_configs": [{"files": [str(stack.scrape_targets_path)], "refresh_interval": "1s"}],
+                    "file_sd_configs": [
+                        {"files": [str(stack.scrape_targets_path), str(replicas)], "refresh_interval": "1s"}
+                    ],
                 }],
             }).start()
             wait_for(lambda: len([t for t in prom.targets() if t["health"] == "up"]) == 5, "five targets up")
             api = Api(stack)
-            run_scenario(stack, prom, api, model)
+            run_scenario(stack, prom, api, model, replicas)
             yield stack, prom, api
         finally:
             if prom is not None:
@@ -136,7 +132,7 @@ def observed(tmp_path_factory):
             stack.stop()
 
 
-def run_scenario(stack: Stack, prom: Prometheus, api: Api, model: ScriptedModel) -> None:
+def run_scenario(stack: Stack, prom: Prometheus, api: Api, model: ScriptedModel, replicas: Path) -> None:
     key = api.key("acme/alice")
     for question in QUESTIONS * 2:
         assert api.search(key, query=question, mode="agentic").status_code == 200
@@ -161,8 +157,10 @@ def run_scenario(stack: Stack, prom: Prometheus, api: Api, model: ScriptedModel)
     admin: redis.Redis = stack.redis_client()
     admin.xadd(streams.TOOLS, encode(forged))
     wait_for(lambda: admin.xlen(streams.dead_letter(streams.TOOLS)) >= 1, "the forged batch's dead letter")
+    # Before the model fails: the stalled replica's model call must get an answer.
+    stall_a_planner(stack, prom, api, model, replicas, brain, QUESTIONS[:2])
     # The model fails: the planner's breaker opens, and these runs end degraded (4 of
-    # 12 runs: past the alert's fifth).
+    # 14 runs: past the alert's fifth).
     model.set_script(failing)
     for question in [*QUESTIONS, QUESTIONS[0]]:
         body = api.search(key, query=question, mode="agentic").json()
@@ -226,26 +224,38 @@ def test_every_alert_expression_is_evaluated_by_prometheus(observed) -> None:
 
 def test_provoked_faults_fire_their_alerts(observed) -> None:
     _, prom, _ = observed
-    firing = [a["labels"] for a in prom.alerts() if a["state"] == "firing"]
+    now = [a["labels"] for a in prom.alerts() if a["state"] == "firing"]
 
     def fired(name: str, label: str | None, value: str | None) -> list[dict]:
-        return [a for a in firing if a["alertname"] == name and (label is None or a.get(label) == value)]
+        return [a for a in now if a["alertname"] == name and (label is None or a.get(label) == value)]
 
     print("\nalert | provoked by | fired with")
     for name, label, value in sorted(EXPECTED_FIRING, key=lambda e: e[0]):
         print(f"{name} | {label}={value} | {fired(name, label, value) or 'NOT FIRING'}")
     missing = [expected for expected in EXPECTED_FIRING if not fired(*expected)]
-    assert not missing, f"not firing: {missing}; firing: {firing}"
+    assert not missing, f"not firing: {missing}; firing: {now}"
+
+
+def test_a_stalled_entry_fired_its_alert_until_its_consumer_continued(observed) -> None:
+    """Seen firing through /api/v1/alerts during the scenario (it waited for that), and
+    kept in Prometheus' own ALERTS series; not firing once the process continued."""
+    _, prom, _ = observed
+    name, label, stream = STALLED
+    fired = prom.query(f'max_over_time(ALERTS{{alertname="{name}", alertstate="firing", {label}="{stream}"}}[1h])')
+    assert fired, f"{name} never fired for {stream}"
+    assert not firing(prom, name)
 
 
 def test_healthy_parts_raise_no_alert(observed) -> None:
     """Only the provoked faults fire: no stage other than the killed one is reported
-    without a consumer, and no stream other than the forged one grows dead letters."""
+    without a consumer, no stream other than the forged one grows dead letters, and no
+    entry but the stalled one ever idled past the reclaim time."""
     _, prom, _ = observed
-    firing = [a["labels"] for a in prom.alerts() if a["state"] == "firing"]
-    assert [a for a in firing if a["alertname"] == "StageWithoutLiveConsumer" and a.get("job") != "answerer"] == []
-    assert [a for a in firing if a["alertname"] == "DeadLettersGrowing" and a.get("stream") != "pm:tools"] == []
-    assert [a for a in firing if a["alertname"] == "PendingPastReclaimTime"] == []
+    now = [a["labels"] for a in prom.alerts() if a["state"] == "firing"]
+    assert [a for a in now if a["alertname"] == "StageWithoutLiveConsumer" and a.get("job") != "answerer"] == []
+    assert [a for a in now if a["alertname"] == "DeadLettersGrowing" and a.get("stream") != "pm:tools"] == []
+    name, label, stream = STALLED
+    assert prom.query(f'max_over_time(ALERTS{{alertname="{name}", {label}!="{stream}"}}[1h])') == []
 
 
 def test_every_stage_serves_liveness_and_readiness_on_its_metrics_port(observed) -> None:

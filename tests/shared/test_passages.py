@@ -206,3 +206,12 @@ def test_a_bare_yes_is_not_a_sentence():
         Sentence(text="Yes.", passages=["P1"])
     with pytest.raises(ValidationError):
         Sentence(text="The insurer accepted the Golf claim.", passages=[])
+
+
+def test_a_list_of_refs_gets_the_same_reply_model_on_every_call():
+    assert P.answer_model(["P1", "P2"], "PlannerAnswer") is P.answer_model(["P1", "P2"], "PlannerAnswer")
+    assert P.sentence_model(["P1", "P2"]) is P.sentence_model(["P1", "P2"])
+    other = P.answer_model(["P1", "P2", "P3"], "PlannerAnswer")
+    sentence = other.model_json_schema()["$defs"]["AnswerSentence"]
+    assert sentence["properties"]["passages"]["items"]["enum"] == ["P1", "P2", "P3"]
+    assert P.answer_model(["P1", "P2"], "AnswerDraft").model_json_schema()["title"] == "AnswerDraft"

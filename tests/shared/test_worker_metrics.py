@@ -3,11 +3,13 @@ end by result, and how long handlers ran. Against a real redis-server."""
 
 from __future__ import annotations
 
+import asyncio
 import time
 
 from shared.bus import publish
 from shared.errors import ContractError
-from shared.worker import Delivery
+from shared.settings import ServiceSettings
+from shared.worker import Delivery, Worker
 from tests.shared.test_worker import FAST, Job, client, metric, pending, running, stream, wait_for  # noqa: F401
 
 
@@ -35,3 +37,14 @@ async def test_each_delivery_is_counted_by_how_it_ended_and_handlers_are_timed(r
     assert metric("pm_worker_handled_total", stream=stream, result="dropped") == 1
     # Timed: the handler runs of n=0, n=1, and both of n=2; the late entry never ran.
     assert metric("pm_worker_handle_seconds_count", stream=stream) == 4
+
+
+async def test_the_configured_reclaim_idle_time_is_reported_for_each_input_stream(redis_url, stream):
+    # What the pending-idle alert compares against: the setting, not its default.
+    settings = ServiceSettings(redis_url=redis_url, worker_reclaim_idle_seconds=7.5, worker_heartbeat_seconds=1)
+    worker = Worker(settings)
+    try:
+        worker.subscribe(stream, Job, lambda job, delivery: asyncio.sleep(0), group="g")
+    finally:
+        await worker.redis.aclose()
+    assert metric("pm_worker_reclaim_idle_seconds", stream=stream) == 7.5

@@ -7,8 +7,6 @@ run's stored result, which only the verifier writes.
 from __future__ import annotations
 
 import json
-import time
-import uuid
 from collections.abc import Awaitable, Callable
 from contextlib import aclosing
 from dataclasses import dataclass
@@ -33,9 +31,8 @@ from services.gateway.mcp.models import (
 from services.gateway.runs import RunService
 from services.gateway.schemas import ApiKeyRecord, SearchRequest
 from services.gateway.service import GatewayService
-from shared import streams
 from shared.filters import Narrowing
-from shared.messages import LookupReplied, LookupRequested, MessagesResult
+from shared.messages import MessagesResult
 from shared.tools import TOOLS
 
 # progress(count, message): a line composed by code, never mail text.
@@ -107,14 +104,7 @@ async def read_message(gw: Gateway, record: ApiKeyRecord, args: ReadMessageInput
     ticket = gw.admission.direct_searches.take()
     try:
         await gw.limits.take_search(record.key_id)
-        svc = gw.service
-        timeout = svc.settings.search_timeout_seconds
-        request_id = uuid.uuid4().hex
-        message = LookupRequested(
-            request_id=request_id, tenant_id=record.tenant_id, scope_token=svc.sign(record),
-            deadline=time.time() + timeout, tool="read_message", arguments={"message_id": args.message_id},
-        )
-        reply = LookupReplied.model_validate_json(await svc._call(streams.LOOKUPS, request_id, message, timeout))
+        reply = await gw.service.lookup(record, "read_message", {"message_id": args.message_id})
     finally:
         ticket.release()
     outcome = reply.outcome

@@ -10,10 +10,11 @@ if TYPE_CHECKING:
     from shared.settings import SearcherSettings
 
 
-def open_index(settings: SearcherSettings, dim: int) -> MailIndex:
+def open_index(settings: SearcherSettings, dim: int, embedder: str | None = None) -> MailIndex:
     """A Qdrant server index when ``PM_QDRANT_URL`` is set (``:memory:`` gives
     qdrant-client's local mode, for tests and baselines), else the embedded Qdrant Edge
-    shard under the data directory."""
+    shard under the data directory. ``embedder`` is checked against (or recorded in) the
+    index, see :func:`services.searcher.embedding.embedder_id`."""
     # Imported here so a deployment loads only the client library it uses.
     if settings.qdrant_url:
         from qdrant_client import QdrantClient
@@ -22,10 +23,10 @@ def open_index(settings: SearcherSettings, dim: int) -> MailIndex:
 
         api_key = settings.qdrant_api_key.get_secret_value() if settings.qdrant_api_key else None
         client = QdrantClient(location=settings.qdrant_url, api_key=api_key)
-        return ServerIndex(client, settings.collection, dim)
+        return ServerIndex(client, settings.collection, dim, embedder=embedder)
     from services.searcher.index.edge import EdgeIndex
 
-    return EdgeIndex(settings.data_dir / "qdrant-edge", dim)
+    return EdgeIndex(settings.data_dir / "qdrant-edge", dim, embedder=embedder)
 
 
 __all__ = ["MailIndex", "open_index"]

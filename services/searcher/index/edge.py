@@ -62,9 +62,12 @@ class EdgeIndex:
         *,
         optimize_after: int = 5000,
         optimizers: qe.EdgeOptimizersConfig | None = None,
+        embedder: str | None = None,
     ) -> None:
         """``optimize_after`` points written since the last optimisation (or half the
-        shard, if more) trigger one inside ``upsert``; 0 leaves it to the caller."""
+        shard, if more) trigger one inside ``upsert``; 0 leaves it to the caller.
+        ``embedder`` ("<backend>:<model>") is recorded in a shard that names none, and
+        must equal the one a shard names (:class:`layout.EmbedderMismatch` otherwise)."""
         self.path = Path(path)
         self.dim = dim
         self._write = threading.Lock()
@@ -84,6 +87,7 @@ class EdgeIndex:
             if field not in existing:
                 self._shard.update(qe.UpdateOperation.create_field_index(field, schema()))
         self._upgrade_schema(existing)
+        self._check_embedder(embedder)
         self._optimize_after = optimize_after
         self._pending = 0
         self._optimized_size = self._shard.info().points_count
@@ -113,6 +117,13 @@ class EdgeIndex:
         shard.flush()
         if moved:
             log.info("index at %s migrated to schema %d: %d points", self.path, layout.SCHEMA_VERSION, moved)
+
+    def _check_embedder(self, embedder: str | None) -> None:
+        found = self.shard.retrieve([layout.SCHEMA_POINT_ID], True, False)
+        recorded = (found[0].payload or {}).get(layout.EMBEDDER_FIELD) if found else None
+        if layout.needs_embedder_record(recorded, embedder, f"the index at {self.path}"):
+            self.shard.update(qe.UpdateOperation.set_payload([layout.SCHEMA_POINT_ID], {layout.EMBEDDER_FIELD: embedder}))
+            self.shard.flush()
 
     def _all_payloads(self):
         offset = None

@@ -47,6 +47,31 @@ SCHEMA_VERSION = 2
 SCHEMA_FIELD = "pmsearch_schema"
 SCHEMA_POINT_ID = str(uuid.uuid5(POINT_NAMESPACE, "pmsearch schema version"))
 LEGACY_FIELDS = ("mailbox", "folder")
+# Which embedder wrote the dense vectors ("<backend>:<model>"), on the same marker point:
+# a query vector from another model lands somewhere meaningless, so semantic search
+# would answer wrongly instead of failing.
+EMBEDDER_FIELD = "pmsearch_embedder"
+
+
+class EmbedderMismatch(ValueError):
+    """The index was embedded by another embedder than the one configured to query it."""
+
+
+def needs_embedder_record(recorded: str | None, configured: str | None, where: str) -> bool:
+    """True when ``configured`` should be recorded (the index names no embedder yet: new,
+    or written before the record existed); raises :class:`EmbedderMismatch` when the
+    index names another one."""
+    if configured is None or recorded == configured:
+        return False
+    if recorded is None:
+        return True
+    backend, _, model = recorded.partition(":")
+    raise EmbedderMismatch(
+        f"{where} was embedded by {recorded}, but the searcher is configured for {configured}. "
+        f"Set PM_EMBEDDING_BACKEND={backend} PM_EMBEDDING_MODEL={model} to search it, or re-embed: "
+        "start on an empty index (another PM_DATA_DIR, or PM_COLLECTION on a Qdrant server) and import "
+        "the mail again with `pmsearch ingest PATH --tenant T --mailbox M`."
+    )
 
 # The usual constant from the RRF paper; set explicitly because Qdrant's default (2)
 # lets a single list's top hit dominate the fused order.

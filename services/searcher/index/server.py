@@ -42,9 +42,10 @@ _INDEXED = (layout.TENANT_FIELD, *layout.KEYWORD_FIELDS, *layout.BOOL_FIELDS, *l
 
 class ServerIndex:
     """:class:`~services.searcher.index.base.MailIndex` on collection ``collection``,
-    created with the shared layout if missing; an existing one must have ``dim``."""
+    created with the shared layout if missing; an existing one must have ``dim``, and
+    name ``embedder`` if it names one (see :class:`~services.searcher.index.edge.EdgeIndex`)."""
 
-    def __init__(self, client: QdrantClient, collection: str, dim: int) -> None:
+    def __init__(self, client: QdrantClient, collection: str, dim: int, *, embedder: str | None = None) -> None:
         self.client = client
         self.collection = collection
         self.dim = dim
@@ -69,6 +70,14 @@ class ServerIndex:
             if field not in existing:
                 client.create_payload_index(collection, field, _schema(field), wait=True)
         self._upgrade_schema(existing)
+        self._check_embedder(embedder)
+
+    def _check_embedder(self, embedder: str | None) -> None:
+        found = self.client.retrieve(self.collection, [layout.SCHEMA_POINT_ID], with_payload=True)
+        recorded = (found[0].payload or {}).get(layout.EMBEDDER_FIELD) if found else None
+        if layout.needs_embedder_record(recorded, embedder, f"collection {self.collection!r}"):
+            self.client.set_payload(self.collection, payload={layout.EMBEDDER_FIELD: embedder},
+                                    points=[layout.SCHEMA_POINT_ID], wait=True)
 
     def _upgrade_schema(self, indexed: set[str]) -> None:
         """Bring a collection written by older code to :data:`layout.SCHEMA_VERSION`

@@ -180,6 +180,22 @@ def test_cancelling_a_finished_run_is_a_409_problem(api):
     assert api.http.get(f"/v1/runs/{run['run_id']}", headers=bearer(key)).json()["outcome"] == "answered"
 
 
+def test_an_administrator_cancels_any_tenants_run_once(api, demo_stack, stack_model):
+    stack_model.set_script(slow)
+    _, key = new_principal(api)
+    streamed = StreamedRun(api, key)
+    assert api.http.delete(f"/v1/admin/runs/{streamed.run_id}", headers=bearer(key)).status_code in (401, 403)
+    resp = api.http.delete(f"/v1/admin/runs/{streamed.run_id}", headers=api.admin_headers)
+    assert resp.status_code == 200, resp.text
+    assert (resp.json()["outcome"], resp.json()["reason"]) == ("cancelled", "cancelled")
+    (done,) = streamed.done()
+    assert json.loads(done["data"])["outcome"] == "cancelled"
+    assert progress_dones(demo_stack, streamed.run_id) == 1
+    again = api.http.delete(f"/v1/admin/runs/{streamed.run_id}", headers=api.admin_headers)
+    assert again.status_code == 409 and again.headers["content-type"].startswith(PROBLEM)
+    assert api.http.delete("/v1/admin/runs/nosuchrun", headers=api.admin_headers).status_code == 404
+
+
 def test_another_principal_cannot_cancel_a_run_it_cannot_read(api):
     run = finished_run(api, api.key("acme/alice"))
     for key in (api.key("acme/bob"), api.key("globex/carol")):

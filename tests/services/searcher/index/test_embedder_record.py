@@ -1,0 +1,70 @@
+"""An index records which embedder built it and refuses to be queried by another."""
+
+from __future__ import annotations
+
+import secrets
+
+import pytest
+from qdrant_client import QdrantClient
+
+from services.searcher.embedding import embedder_id
+from services.searcher.index import layout, open_index
+from services.searcher.index.edge import EdgeIndex
+from services.searcher.index.server import ServerIndex
+from shared.settings import SearcherSettings
+
+DIM = 384
+MINILM = "local:all-MiniLM-L6-v2"
+OTHER = "openai:text-embedding-3-small"
+
+
+def _recorded_edge(idx: EdgeIndex) -> str | None:
+    found = idx.shard.retrieve([layout.SCHEMA_POINT_ID], True, False)
+    return (found[0].payload or {}).get(layout.EMBEDDER_FIELD)
+
+
+def test_edge_records_the_embedder_that_built_it(tmp_path):
+    idx = EdgeIndex(tmp_path / "edge", DIM, embedder=MINILM)
+    assert _recorded_edge(idx) == MINILM
+    idx.close()
+    EdgeIndex(tmp_path / "edge", DIM, embedder=MINILM).close()
+
+
+def test_edge_refuses_another_embedder_with_a_re_embed_hint(tmp_path):
+    EdgeIndex(tmp_path / "edge", DIM, embedder=MINILM).close()
+    with pytest.raises(layout.EmbedderMismatch) as refused:
+        EdgeIndex(tmp_path / "edge", DIM, embedder=OTHER)
+    message = str(refused.value)
+    assert "embedded by local:all-MiniLM-L6-v2" in message and OTHER in message
+    assert "PM_EMBEDDING_BACKEND=local PM_EMBEDDING_MODEL=all-MiniLM-L6-v2" in message
+    assert "pmsearch ingest" in message
+
+
+def test_edge_index_without_a_record_adopts_the_configured_embedder(tmp_path):
+    EdgeIndex(tmp_path / "edge", DIM).close()  # written before indexes recorded their embedder
+    EdgeIndex(tmp_path / "edge", DIM, embedder=MINILM).close()
+    with pytest.raises(layout.EmbedderMismatch):
+        EdgeIndex(tmp_path / "edge", DIM, embedder=OTHER)
+
+
+def test_server_collection_refuses_another_embedder():
+    client = QdrantClient(location=":memory:")
+    ServerIndex(client, "mail", DIM, embedder=MINILM)
+    ServerIndex(client, "mail", DIM, embedder=MINILM)
+    with pytest.raises(layout.EmbedderMismatch, match="collection 'mail' was embedded by local:all-MiniLM-L6-v2"):
+        ServerIndex(client, "mail", DIM, embedder=OTHER)
+
+
+def test_open_index_checks_the_settings_embedder(tmp_path):
+    key = secrets.token_urlsafe(32)
+    first = SearcherSettings(data_dir=tmp_path, scope_key=key)
+    open_index(first, DIM, embedder_id(first)).close()
+    other = SearcherSettings(data_dir=tmp_path, scope_key=key, embedding_backend="openai", embedding_model="e5")
+    with pytest.raises(layout.EmbedderMismatch):
+        open_index(other, DIM, embedder_id(other))
+
+
+def test_embedder_id_names_the_packaged_model_one_way():
+    key = secrets.token_urlsafe(32)
+    spelled = SearcherSettings(scope_key=key, embedding_model="sentence-transformers/all-MiniLM-L6-v2")
+    assert embedder_id(spelled) == embedder_id(SearcherSettings(scope_key=key)) == MINILM
