@@ -54,13 +54,21 @@ def fail(message: str, code: int = FAILED) -> NoReturn:
     raise typer.Exit(code)
 
 
-def _admin_token(settings: CliSettings) -> str:
+def admin_token_if_any(settings: CliSettings) -> str | None:
+    """``PM_ADMIN_TOKEN``, else the local stack's (``<var>/secrets.json``), else None."""
     if settings.admin_token:
         return settings.admin_token.get_secret_value()
-    secrets_file = settings.var_dir / "secrets.json"
-    if secrets_file.exists():
-        return json.loads(secrets_file.read_text())["admin_token"]
-    fail("no admin token: set PM_ADMIN_TOKEN or run from the folder where `pmsearch up` ran")
+    try:
+        return json.loads((settings.var_dir / "secrets.json").read_text())["admin_token"]
+    except (OSError, ValueError, KeyError):
+        return None
+
+
+def _admin_token(settings: CliSettings) -> str:
+    token = admin_token_if_any(settings)
+    if token is None:
+        fail("no admin token: set PM_ADMIN_TOKEN or run from the folder where `pmsearch up` ran")
+    return token
 
 
 def _api_key(settings: CliSettings, key: str | None) -> str:

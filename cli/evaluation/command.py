@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -15,6 +14,7 @@ import httpx
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from cli.client import admin_token_if_any
 from cli.evaluation import report, scoring
 from cli.evaluation.drafts import DraftKeeper
 from cli.evaluation.questions import (
@@ -113,20 +113,11 @@ def _reachable(gateway: str) -> None:
         raise GatewayUnreachable(f"cannot reach the gateway at {gateway}: {exc}") from None
 
 
-def _admin_token(settings: CliSettings) -> str | None:
-    if settings.admin_token is not None:
-        return settings.admin_token.get_secret_value()
-    try:
-        return json.loads((settings.var_dir / "secrets.json").read_text())["admin_token"]
-    except (OSError, ValueError, KeyError):
-        return None
-
-
 def check_caps(gateway: str, settings: CliSettings, questions: list[Question], runs_per_question: int) -> None:
     """Refuse before asking when a tenant's daily cap cannot take the evaluation's runs:
     otherwise the questions past the cap end as 429 errors and the figures mean nothing.
     Skipped without the admin token (the usage is an admin route)."""
-    token = _admin_token(settings)
+    token = admin_token_if_any(settings)
     if token is None:
         return
     needed: dict[str, int] = {}
