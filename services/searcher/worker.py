@@ -17,6 +17,8 @@ from typing import Any, Callable, TypeVar
 
 from services.searcher import metrics
 from services.searcher.embedding import BatchingEmbedder, embedder_id, make_embedder
+from services.searcher.index.layout import EmbedderMismatch
+from services.searcher.onnx_embedder import EmbedderUnavailable
 from services.searcher.index import MailIndex, open_index
 from services.searcher.index.base import IndexFilter
 from services.searcher.ingest.limits import IngestLimits
@@ -250,7 +252,12 @@ def build_app(
 def main() -> None:
     settings = searcher_settings()
     setup_logging(settings, "searcher")
-    asyncio.run(run_worker(build_app(settings), settings))
+    try:
+        asyncio.run(run_worker(build_app(settings), settings))
+    except (EmbedderMismatch, EmbedderUnavailable) as exc:
+        # The message says what to do; a traceback would only bury it.
+        log.error("searcher cannot start: %s", exc)
+        raise SystemExit(2) from None
 
 
 if __name__ == "__main__":

@@ -79,4 +79,4 @@ def test_real_model_subset_meets_the_precision_and_refusal_gates(real_stack, tmp
     assert proc.returncode == 0, f"{proc.stderr[-2000:]}\n{summary}"
     loop = summary["strategies"]["loop"]
     assert loop["outcomes"].get("error", 0) == 0, loop
-    assert loop["answered_right"] > 0, loop  # the model answers, not only refuses
+    assert loop["answered_right"] > 0, f"{loop['outcomes']} {loop}"  # the model answers, not only refuses

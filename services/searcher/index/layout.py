@@ -61,6 +61,8 @@ def needs_embedder_record(recorded: str | None, configured: str | None, where: s
     """True when ``configured`` should be recorded (the index names no embedder yet: new,
     or written before the record existed); raises :class:`EmbedderMismatch` when the
     index names another one."""
+    if recorded is not None and recorded.startswith("local:"):  # the torch backend's earlier name
+        recorded = "torch:" + recorded.removeprefix("local:")
     if configured is None or recorded == configured:
         return False
     if recorded is None:

@@ -1,5 +1,6 @@
-"""The local embedder runs the packaged MiniLM offline; the OpenAI-compatible one speaks
-the /embeddings wire format."""
+"""The default embedder runs the packaged MiniLM offline on onnxruntime; the torch one
+says how to install PyTorch when it is missing; the OpenAI-compatible one speaks the
+/embeddings wire format."""
 
 from __future__ import annotations
 
@@ -9,13 +10,14 @@ import math
 import httpx
 import pytest
 
-from services.searcher.embedding import LocalEmbedder, OpenAIEmbedder, make_embedder
+from services.searcher.embedding import OnnxEmbedder, OpenAIEmbedder, TorchEmbedder, make_embedder
+from services.searcher.onnx_embedder import EmbedderUnavailable
 from shared.settings import SearcherSettings
 
 
 @pytest.fixture(scope="module")
-def local() -> LocalEmbedder:
-    return LocalEmbedder()
+def local() -> OnnxEmbedder:
+    return OnnxEmbedder()
 
 
 def _cos(a, b) -> float:
@@ -41,16 +43,28 @@ def test_local_similar_texts_are_closer_than_unrelated(local):
     assert _cos(car, claim) > _cos(car, lunch) + 0.2
 
 
-def test_local_batches_match_single_calls(local):
-    texts = [f"message number {i} about the project plan" for i in range(9)]
+def test_local_vector_does_not_depend_on_what_else_is_embedded(local):
+    texts = [f"message number {i} about the project plan" for i in range(9)] + ["a much longer text " * 40]
     batch = local.embed(texts)
-    assert local.embed([texts[5]])[0] == pytest.approx(batch[5], abs=1e-4)
+    for i in (0, 5, 9):
+        assert local.embed([texts[i]])[0] == pytest.approx(batch[i], abs=1e-6)
     assert local.embed([]) == []
 
 
-def test_local_refuses_unknown_model():
-    with pytest.raises(ValueError):
-        LocalEmbedder("no-such-model").embed(["x"])
+def test_onnx_backend_refuses_another_model():
+    with pytest.raises(ValueError, match="PM_EMBEDDING_BACKEND=torch"):
+        make_embedder(SearcherSettings(embedding_model="intfloat/e5-small"))
+
+
+def test_torch_backend_without_pytorch_says_how_to_install_it():
+    try:
+        import sentence_transformers  # noqa: F401
+    except ImportError:
+        with pytest.raises(EmbedderUnavailable, match=r"pip install '\.\[torch\]'"):
+            TorchEmbedder().embed(["x"])
+    else:
+        with pytest.raises(ValueError):  # installed: it still refuses a model it cannot find
+            TorchEmbedder("no-such-model").embed(["x"])
 
 
 def test_openai_embedder_posts_batches_and_normalises():
@@ -71,7 +85,8 @@ def test_openai_embedder_posts_batches_and_normalises():
 
 
 def test_make_embedder_follows_settings():
-    assert isinstance(make_embedder(SearcherSettings()), LocalEmbedder)
+    assert isinstance(make_embedder(SearcherSettings()), OnnxEmbedder)
+    assert isinstance(make_embedder(SearcherSettings(embedding_backend="local")), TorchEmbedder)
     remote = make_embedder(
         SearcherSettings(embedding_backend="openai", embedding_base_url="http://embed.test/v1", embedding_model="e5")
     )

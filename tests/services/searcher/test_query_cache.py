@@ -7,13 +7,13 @@ import pytest
 from prometheus_client import REGISTRY
 
 from services.searcher import metrics
-from services.searcher.embedding import LocalEmbedder
+from services.searcher.embedding import OnnxEmbedder
 from services.searcher.query_cache import QueryEmbeddingCache
 
 
 @pytest.fixture(scope="module")
-def local() -> LocalEmbedder:
-    return LocalEmbedder()
+def local() -> OnnxEmbedder:
+    return OnnxEmbedder()
 
 
 def test_a_repeated_query_is_served_from_the_cache_with_the_embedders_vector(local):

@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from services.searcher.embedding import LocalEmbedder
+from services.searcher.embedding import OnnxEmbedder
 from services.searcher.index.edge import EdgeIndex
 from services.searcher.ingest.readers import demo_mailboxes, read_path
 from services.searcher.ingest.service import Ingester
@@ -25,7 +25,7 @@ CAROL = Scope(tenant_id="globex", principal="carol", mailboxes=("carol",), expir
 
 @pytest.fixture(scope="module")
 def runner(tmp_path_factory) -> ToolRunner:
-    embedder = LocalEmbedder()
+    embedder = OnnxEmbedder()
     index = EdgeIndex(tmp_path_factory.mktemp("edge"), dim=embedder.dim)
     ingester = Ingester(index, embedder, 1200)
     for tenant, mailbox, path in demo_mailboxes(DEMO):

@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from services.searcher.embedding import LocalEmbedder
+from services.searcher.embedding import OnnxEmbedder
 from services.searcher.index.base import Chunk, ChunkPayload
 
 DIM = 384
@@ -54,7 +54,7 @@ MAIL = [
 ]
 
 
-def build_chunks(embedder: LocalEmbedder) -> list[Chunk]:
+def build_chunks(embedder: OnnxEmbedder) -> list[Chunk]:
     vectors = embedder.embed([m[8] for m in MAIL])
     chunks = []
     for (key, tenant, mailbox, thread, sender, rcpts, day, subject, text, extras), vec in zip(MAIL, vectors):
@@ -82,12 +82,12 @@ def build_chunks(embedder: LocalEmbedder) -> list[Chunk]:
 
 
 @pytest.fixture(scope="module")
-def embedder() -> LocalEmbedder:
-    emb = LocalEmbedder()
+def embedder() -> OnnxEmbedder:
+    emb = OnnxEmbedder()
     emb.embed(["warm up"])
     return emb
 
 
 @pytest.fixture(scope="module")
-def corpus(embedder: LocalEmbedder) -> list[Chunk]:
+def corpus(embedder: OnnxEmbedder) -> list[Chunk]:
     return build_chunks(embedder)

@@ -14,7 +14,7 @@ from services.searcher.index.server import ServerIndex
 from shared.settings import SearcherSettings
 
 DIM = 384
-MINILM = "local:all-MiniLM-L6-v2"
+MINILM = "onnx:all-MiniLM-L6-v2"
 OTHER = "openai:text-embedding-3-small"
 
 
@@ -35,9 +35,16 @@ def test_edge_refuses_another_embedder_with_a_re_embed_hint(tmp_path):
     with pytest.raises(layout.EmbedderMismatch) as refused:
         EdgeIndex(tmp_path / "edge", DIM, embedder=OTHER)
     message = str(refused.value)
-    assert "embedded by local:all-MiniLM-L6-v2" in message and OTHER in message
-    assert "PM_EMBEDDING_BACKEND=local PM_EMBEDDING_MODEL=all-MiniLM-L6-v2" in message
+    assert "embedded by onnx:all-MiniLM-L6-v2" in message and OTHER in message
+    assert "PM_EMBEDDING_BACKEND=onnx PM_EMBEDDING_MODEL=all-MiniLM-L6-v2" in message
     assert "pmsearch ingest" in message
+
+
+def test_an_index_the_pytorch_embedder_built_before_onnx_existed_asks_for_torch(tmp_path):
+    EdgeIndex(tmp_path / "edge", DIM, embedder="local:all-MiniLM-L6-v2").close()  # its earlier name
+    EdgeIndex(tmp_path / "edge", DIM, embedder="torch:all-MiniLM-L6-v2").close()
+    with pytest.raises(layout.EmbedderMismatch, match="PM_EMBEDDING_BACKEND=torch PM_EMBEDDING_MODEL=all-MiniLM-L6-v2"):
+        EdgeIndex(tmp_path / "edge", DIM, embedder=MINILM)
 
 
 def test_edge_index_without_a_record_adopts_the_configured_embedder(tmp_path):
@@ -51,7 +58,7 @@ def test_server_collection_refuses_another_embedder():
     client = QdrantClient(location=":memory:")
     ServerIndex(client, "mail", DIM, embedder=MINILM)
     ServerIndex(client, "mail", DIM, embedder=MINILM)
-    with pytest.raises(layout.EmbedderMismatch, match="collection 'mail' was embedded by local:all-MiniLM-L6-v2"):
+    with pytest.raises(layout.EmbedderMismatch, match="collection 'mail' was embedded by onnx:all-MiniLM-L6-v2"):
         ServerIndex(client, "mail", DIM, embedder=OTHER)
 
 
