@@ -17,12 +17,12 @@ from typing import Any, Callable, TypeVar
 
 from services.searcher import metrics
 from services.searcher.embedding import BatchingEmbedder, embedder_id, make_embedder
-from services.searcher.index.layout import EmbedderMismatch
-from services.searcher.onnx_embedder import EmbedderUnavailable
 from services.searcher.index import MailIndex, open_index
 from services.searcher.index.base import IndexFilter
+from services.searcher.index.layout import EmbedderMismatch
 from services.searcher.ingest.limits import IngestLimits
 from services.searcher.ingest.service import Ingester
+from services.searcher.onnx_embedder import EmbedderUnavailable
 from services.searcher.query_cache import QueryEmbeddingCache
 from services.searcher.repository import ScopedMailRepository
 from services.searcher.service import ToolRunner
