@@ -121,3 +121,23 @@ class Recall:
                 "questions": len(self.questions),
             }
         return out
+
+
+def first_search(index: EdgeIndex, embedder: Any) -> list[list[str]]:
+    """For every labelled question (every kind), the messages the agentic loop's first
+    search puts before the model: hybrid, the question as the query, its limit."""
+    from services.planner.service import FIRST_SEARCH_LIMIT
+
+    repo = ScopedMailRepository(index, embedder)
+    scopes = Recall([]).scopes
+    return [[h.message_id for h in repo.search(scopes[q.key], q.question[:500], "hybrid", None, FIRST_SEARCH_LIMIT)]
+            for q in load_questions(QUESTIONS)]
+
+
+def supporting_seen(lists: Sequence[list[str]]) -> list[int]:
+    """Per labelled question (every kind, in file order), how many of its supporting
+    messages its first search (:func:`first_search`) shows the model."""
+    corpus = corpus_message_ids(DEMO)
+    return [sum(bool(frozenset(corpus.get((q.tenant, rfc), ())) & set(ids)) for rfc in q.supporting)
+            for q, ids in zip(load_questions(QUESTIONS), lists)]
+

@@ -83,7 +83,8 @@ def run_child(job: dict[str, Any]) -> dict[str, Any]:
     vectors = {}
     by_length = sorted(chunks, key=len)  # ingest embeds distinct texts sorted by length
     for seq in job["seqs"]:
-        embedder = paths.make_path(name, work, seq, 2, 8)
+        # The service embeds one text per pass (services/searcher/onnx_embedder.py).
+        embedder = paths.make_path(name, work, seq, 2, 1 if name == "default" else 8)
         got = dict(zip(by_length, embedder.embed(by_length)))
         vectors[f"chunks_{seq}"] = np.stack([got[t] for t in chunks])
         embedder.batch = 1  # a query is embedded on its own
@@ -220,6 +221,19 @@ def flops_per_text(lengths: np.ndarray, seq: int) -> float:
     return float((per_token * n).mean())
 
 
+def _same_evidence(mine: list[list[str]], torch: list[list[str]]) -> dict[str, int]:
+    """Questions whose first search shows the model the same messages as PyTorch's (as
+    a set, in the same order), supporting messages it shows, and questions where it
+    shows fewer or more of them than PyTorch's."""
+    from bench._embed_quality import supporting_seen
+
+    a, b = supporting_seen(mine), supporting_seen(torch)
+    return {"questions": len(mine), "same_set": sum(set(x) == set(y) for x, y in zip(mine, torch)),
+            "same_order": sum(x == y for x, y in zip(mine, torch)), "supporting_seen": sum(a),
+            "supporting_seen_torch": sum(b), "fewer_supporting": sum(x < y for x, y in zip(a, b)),
+            "more_supporting": sum(x > y for x, y in zip(a, b))}
+
+
 def cosines(a: np.ndarray, b: np.ndarray) -> dict[str, float]:
     c = (a * b).sum(axis=1) / (np.linalg.norm(a, axis=1) * np.linalg.norm(b, axis=1))
     return {"mean": round(float(c.mean()), 5), "min": round(float(c.min()), 5)}
@@ -227,13 +241,15 @@ def cosines(a: np.ndarray, b: np.ndarray) -> dict[str, float]:
 
 def quality(name: str, seq: int, work: Path, chunks: list[str], queries: list[str], vectors: Any,
             recall: Any) -> dict[str, Any]:
-    from bench._embed_quality import Table, ingest_demo
+    from bench._embed_quality import Table, first_search, ingest_demo
 
     table = dict(zip(chunks, vectors[f"chunks_{seq}"])) | dict(zip(queries, vectors[f"queries_{seq}"]))
     embedder = Table(table)
     index = ingest_demo(work / f"index-{name}-{seq}", embedder)
     try:
-        return recall.measure(index, embedder, ("semantic", "hybrid"))
+        out = recall.measure(index, embedder, ("semantic", "hybrid"))
+        out["first_search"] = first_search(index, embedder)
+        return out
     finally:
         index.close()
 
@@ -284,7 +300,12 @@ def main() -> None:
         work = Path(tmp)
         chunks = chunk_texts(work)
         questions = labelled()
-        queries = list(dict.fromkeys(q.question for q in questions))
+        from bench._embed_quality import QUESTIONS
+        from cli.evaluation.questions import load_questions
+
+        # Every question's text: the labelled ones for recall, all for the loop's first search.
+        queries = list(dict.fromkeys([q.question for q in questions]
+                                     + [t for q in load_questions(QUESTIONS) for t in (q.question, q.question[:500])]))
         rng = np.random.default_rng(12)
         pick = rng.choice(len(chunks), size=min(args.texts, len(chunks)), replace=False)
         sample = sorted((chunks[i] for i in pick), key=len)
@@ -319,6 +340,11 @@ def main() -> None:
                 if torch_vectors is not None:
                     r["cosine_to_torch"][seq] = cosines(vectors[f"chunks_{seq}"], torch_vectors[f"chunks_{seq}"])
                 r["recall"][seq] = quality(name, seq, work, chunks, queries, vectors, recall)
+        first = {name: {seq: r["recall"][seq].pop("first_search") for seq in seqs}
+                 for name, r in results.items() if "recall" in r}
+        for name, r in results.items():
+            if name in first and "torch" in first:
+                r["first_search_vs_torch"] = {seq: _same_evidence(first[name][seq], first["torch"][seq]) for seq in seqs}
 
     print(format_table(_speed_rows(results)))
     print(f"texts/s: best of {args.repeat} rounds over {len(sample)} chunk texts in ingest's order (by length); "
@@ -337,6 +363,10 @@ def main() -> None:
             row[f"cos@{seq} mean/min"] = f"{cos.get('mean')}/{cos.get('min')}" if cos else None
             row[f"sem R@10 s{seq}"] = r["recall"][seq]["semantic"]["recall_at_10"]
             row[f"hyb R@10 s{seq}"] = r["recall"][seq]["hybrid"]["recall_at_10"]
+            same = r.get("first_search_vs_torch", {}).get(seq)
+            row[f"1st search = torch s{seq}"] = f"{same['same_set']}/{same['questions']}" if same else None
+            row[f"supp. in 1st s{seq} (-/+)"] = (f"{same['supporting_seen']} ({same['fewer_supporting']}/"
+                                                 f"{same['more_supporting']})" if same else None)
         summary.append(row)
     print()
     print(format_table(summary, columns=list(dict.fromkeys(k for row in summary for k in row))))

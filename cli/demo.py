@@ -28,7 +28,8 @@ DEMO_BUDGETS = {"search.agentic_max_steps": 2, "search.agentic_max_seconds": 90}
 
 
 def load_demo(stack: Stack, demo_dir: Path, console: Console) -> dict[str, str]:
-    from cli.main import Admin, ingest_path
+    from cli.client import Admin
+    from cli.ingest import ingest_path
     from services.searcher.ingest.readers import demo_mailboxes
     from shared.settings import CliSettings
 
@@ -36,7 +37,7 @@ def load_demo(stack: Stack, demo_dir: Path, console: Console) -> dict[str, str]:
     admin = Admin(settings)
     for tenant, mailbox, path in demo_mailboxes(demo_dir):
         totals = ingest_path(admin, path, tenant, mailbox, None, quiet=True)
-        console.print(f"  {tenant}/{mailbox}: {totals['indexed']} new, {totals['duplicate']} already loaded")
+        console.print(f"  {tenant}/{mailbox}: {totals['indexed']} new, {totals['duplicate'] + totals['unchanged']} already loaded")
     for tenant in {spec["tenant_id"] for spec in DEMO_KEYS.values()}:
         admin.call("PATCH", f"/v1/admin/tenants/{tenant}/settings", json=DEMO_BUDGETS)
     keys_file = stack.var_dir / "demo-keys.json"

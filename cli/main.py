@@ -5,18 +5,15 @@ Errors end with a non-zero exit and one readable line, never a stack trace.
 
 from __future__ import annotations
 
-import base64
 import json
 import signal
 import sys
 import time
 from datetime import UTC
-from itertools import groupby
 from pathlib import Path
 from typing import Literal
 
 import typer
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
 from cli.client import (  # noqa: F401 (re-exported)
     EXIT_CODES,
@@ -41,65 +38,9 @@ app.add_typer(keys_app, name="keys")
 app.add_typer(tenants_app, name="tenants")
 app.add_typer(runs_app, name="runs")
 
-BATCH = 50
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 URL_HELP = "Gateway URL (default PM_GATEWAY_URL)"
 SearchMode = Literal["keyword", "semantic", "hybrid"]
-
-
-def ingest_path(admin: Admin, path: Path, tenant: str, mailbox: str, folder: str | None, quiet: bool = False) -> dict:
-    """Send every message under ``path`` to the admin API in batches of bounded count and
-    size; report failures and what an ingest limit cut, one line each."""
-    from services.searcher.errors import UnreadableSource
-    from services.searcher.ingest.limits import megabytes
-    from services.searcher.ingest.readers import batches, read_path
-
-    settings = cli_settings()
-    try:
-        raws = list(read_path(path, folder=folder))
-    except UnreadableSource as exc:
-        fail(exc.detail)
-    totals = {"indexed": 0, "duplicate": 0, "errors": 0}
-    # The searcher refuses these too; skipping them here saves uploading them.
-    cap = settings.ingest_max_message_bytes
-    for r in raws:
-        if len(r.raw) > cap:
-            reason = f"message is {megabytes(len(r.raw))}, over the {megabytes(cap)} limit (PM_INGEST_MAX_MESSAGE_BYTES)"
-            err.print(line(f"skipped {r.label}: {reason}"), highlight=False)
-            totals["errors"] += 1
-    raws = [r for r in raws if len(r.raw) <= cap]
-    with Progress(
-        TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
-        console=err, disable=quiet or len(raws) < BATCH,
-    ) as progress:
-        task = progress.add_task(f"{tenant}/{mailbox}", total=len(raws))
-        for fold, group in groupby(raws, key=lambda r: r.folder):
-            for batch in batches(list(group), BATCH, settings.ingest_batch_bytes):
-                result = admin.call(
-                    "POST",
-                    "/v1/admin/ingest",
-                    expect="indexed",
-                    json={
-                        "tenant_id": tenant,
-                        "mailbox": mailbox,
-                        "folder": fold,
-                        "raw": [base64.b64encode(r.raw).decode() for r in batch],
-                    },
-                )
-                totals["indexed"] += result["indexed"]
-                totals["duplicate"] += result["duplicate"]
-                for error in result["errors"]:
-                    # "message N: reason" -> the source label of message N in this batch
-                    head, _, reason = error.partition(": ")
-                    n = int(head.split()[-1]) if head.split()[-1].isdigit() else 0
-                    err.print(line(f"skipped {batch[n].label}: {reason}"), highlight=False)
-                    totals["errors"] += 1
-                for note in result.get("notes", []):
-                    head, _, text = note.partition(": ")
-                    n = int(head.split()[-1]) if head.split()[-1].isdigit() else 0
-                    err.print(line(f"note {batch[n].label}: {text}"), highlight=False)
-                progress.advance(task, len(batch))
-    return totals
 
 
 @app.command()
@@ -108,12 +49,17 @@ def ingest(
     tenant: str = typer.Option(..., "--tenant", "-t", help="The tenant to import into"),
     mailbox: str = typer.Option(..., "--mailbox", "-m", help="The tenant's mailbox the mail belongs to"),
     folder: str | None = typer.Option(None, help="Folder for every message (default: from the source)"),
+    full: bool = typer.Option(False, "--full", help="Send every message, not only those not imported before"),
     url: str | None = typer.Option(None, help=URL_HELP),
 ) -> None:
-    """Import mail into a tenant's mailbox. Idempotent by Message-ID."""
+    """Import mail into a tenant's mailbox. Idempotent by Message-ID; a re-import of the
+    same source sends only what it has not imported before."""
+    from cli.ingest import ingest_path
+
     settings = cli_settings()
-    totals = ingest_path(Admin(settings, url), path, tenant, mailbox, folder)
-    out.print(f"indexed {totals['indexed']}, already present {totals['duplicate']}, skipped {totals['errors']}")
+    totals = ingest_path(Admin(settings, url), path, tenant, mailbox, folder, full=full)
+    out.print(f"indexed {totals['indexed']}, already present {totals['duplicate']}, "
+              f"unchanged since the last import {totals['unchanged']}, skipped {totals['errors']}")
     if totals["errors"]:
         raise typer.Exit(1)
 

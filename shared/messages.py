@@ -286,6 +286,8 @@ class IngestItem(Contract):
 class IngestReplied(Contract):
     request_id: str
     items: list[IngestItem]
+    # The index the batch went into (services/searcher/index/layout.py INDEX_ID_FIELD).
+    index_id: str | None = None
 
 
 # ---------------------------------------------------------------- runs

@@ -115,7 +115,10 @@ class IngestBatch(_Body):
     tenant_id: str = Field(min_length=1, max_length=64)
     mailbox: str = Field(min_length=1, max_length=200)
     folder: str = Field(default="INBOX", max_length=200)
-    raw: list[str] = Field(min_length=1, max_length=1000, description="RFC 822 messages, base64-encoded.")
+    raw: list[str] = Field(
+        max_length=1000,
+        description="RFC 822 messages, base64-encoded. An empty list imports nothing and returns the index id.",
+    )
 
 
 class IngestResult(_Body):
@@ -127,4 +130,9 @@ class IngestResult(_Body):
     )
     notes: list[str] = Field(
         default_factory=list, description="`message N: ...`: what an ingest limit cut from an imported message."
+    )
+    index_id: str | None = Field(
+        default=None,
+        description="The index the messages went into. It changes only when the index is rebuilt or replaced; "
+        "`pmsearch ingest` keys its record of imported files by it.",
     )

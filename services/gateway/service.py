@@ -206,4 +206,5 @@ class GatewayService:
             errors=[f"message {i.index}: {i.error}" for i in reply.items if i.status == "error"],
             collisions=sum(i.collision for i in reply.items),
             notes=[f"message {i.index}: {note}" for i in reply.items for note in i.notes],
+            index_id=reply.index_id,
         )

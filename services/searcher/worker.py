@@ -184,7 +184,8 @@ class Searcher:
             metrics.INGESTED.labels(item.status).inc()
             items.append(item)
         metrics.MESSAGE_ID_COLLISIONS.inc(report.collisions)
-        await self._reply(req.request_id, IngestReplied(request_id=req.request_id, items=items))
+        await self._reply(req.request_id, IngestReplied(request_id=req.request_id, items=items,
+                                                        index_id=self.index.index_id))
 
     # ------------------------------------------------------------ Redis writes
 

@@ -12,7 +12,7 @@ import pytest
 
 def pmsearch(stack, *args: str, key: str | None = None) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if not k.startswith("PM_")}
-    env.update(PM_GATEWAY_URL=stack.gateway_url, PM_ADMIN_TOKEN=stack.secrets.admin_token)
+    env.update(PM_GATEWAY_URL=stack.gateway_url, PM_ADMIN_TOKEN=stack.secrets.admin_token, PM_VAR_DIR=str(stack.var_dir))
     if key:
         env["PM_API_KEY"] = key
     return subprocess.run([sys.executable, "-m", "cli.main", *args], env=env, capture_output=True, text=True, timeout=120)
@@ -43,6 +43,23 @@ def test_ingest_reports_each_malformed_message_on_one_line_and_imports_the_rest(
     assert "indexed 3" in run.stdout
     again = pmsearch(demo_stack, "ingest", str(folder / "0.eml"), "-t", "acme", "-m", "alice")
     assert again.returncode == 0 and "already present 1" in again.stdout
+
+
+def test_a_re_import_sends_only_the_messages_a_maildir_gained(demo_stack, tmp_path):
+    import mailbox
+
+    box = mailbox.Maildir(str(tmp_path / "Maildir"), create=True)
+    for n in range(100, 130):
+        box.add(_eml(n))
+    first = pmsearch(demo_stack, "ingest", str(tmp_path / "Maildir"), "-t", "acme", "-m", "bob")
+    assert first.returncode == 0 and "indexed 30," in first.stdout, first.stderr
+    for n in range(130, 135):
+        box.add(_eml(n))
+    again = pmsearch(demo_stack, "ingest", str(tmp_path / "Maildir"), "-t", "acme", "-m", "bob")
+    assert again.returncode == 0, again.stderr
+    assert "indexed 5, already present 0, unchanged since the last import 30" in again.stdout
+    full = pmsearch(demo_stack, "ingest", str(tmp_path / "Maildir"), "-t", "acme", "-m", "bob", "--full")
+    assert "indexed 0, already present 35, unchanged since the last import 0" in full.stdout
 
 
 def test_search_prints_hits(demo_stack):

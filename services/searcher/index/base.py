@@ -187,6 +187,9 @@ class ScoredChunk(BaseModel):
 
 
 class MailIndex(Protocol):
+    # Given when the index is first opened, kept for its life (``layout.INDEX_ID_FIELD``).
+    index_id: str
+
     def upsert(self, chunks: Sequence[Chunk]) -> None:
         """Insert or replace points (idempotent by point id), in order: a write cut
         short stores a prefix of ``chunks`` (ingest writes a message's mark last)."""

@@ -119,10 +119,15 @@ class EdgeIndex:
             log.info("index at %s migrated to schema %d: %d points", self.path, layout.SCHEMA_VERSION, moved)
 
     def _check_embedder(self, embedder: str | None) -> None:
+        """Check (or record) the embedder, and learn (or give) the index's id."""
         found = self.shard.retrieve([layout.SCHEMA_POINT_ID], True, False)
-        recorded = (found[0].payload or {}).get(layout.EMBEDDER_FIELD) if found else None
-        if layout.needs_embedder_record(recorded, embedder, f"the index at {self.path}"):
-            self.shard.update(qe.UpdateOperation.set_payload([layout.SCHEMA_POINT_ID], {layout.EMBEDDER_FIELD: embedder}))
+        marker = (found[0].payload or {}) if found else {}
+        fields = {}
+        if layout.needs_embedder_record(marker.get(layout.EMBEDDER_FIELD), embedder, f"the index at {self.path}"):
+            fields[layout.EMBEDDER_FIELD] = embedder
+        self.index_id = marker.get(layout.INDEX_ID_FIELD) or fields.setdefault(layout.INDEX_ID_FIELD, layout.new_index_id())
+        if fields:
+            self.shard.update(qe.UpdateOperation.set_payload([layout.SCHEMA_POINT_ID], fields))
             self.shard.flush()
 
     def _all_payloads(self):

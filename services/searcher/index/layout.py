@@ -51,6 +51,13 @@ LEGACY_FIELDS = ("mailbox", "folder")
 # a query vector from another model lands somewhere meaningless, so semantic search
 # would answer wrongly instead of failing.
 EMBEDDER_FIELD = "pmsearch_embedder"
+# A random id the index gets when first opened: what `pmsearch ingest` keys its record of
+# imported files by, so a rebuilt or replaced index is never taken for the one it fed.
+INDEX_ID_FIELD = "pmsearch_index_id"
+
+
+def new_index_id() -> str:
+    return uuid.uuid4().hex
 
 
 class EmbedderMismatch(ValueError):

@@ -73,11 +73,21 @@ class ServerIndex:
         self._check_embedder(embedder)
 
     def _check_embedder(self, embedder: str | None) -> None:
+        """Check (or record) the embedder, and learn (or give) the collection's id."""
         found = self.client.retrieve(self.collection, [layout.SCHEMA_POINT_ID], with_payload=True)
-        recorded = (found[0].payload or {}).get(layout.EMBEDDER_FIELD) if found else None
-        if layout.needs_embedder_record(recorded, embedder, f"collection {self.collection!r}"):
-            self.client.set_payload(self.collection, payload={layout.EMBEDDER_FIELD: embedder},
-                                    points=[layout.SCHEMA_POINT_ID], wait=True)
+        marker = (found[0].payload or {}) if found else {}
+        fields = {}
+        if layout.needs_embedder_record(marker.get(layout.EMBEDDER_FIELD), embedder, f"collection {self.collection!r}"):
+            fields[layout.EMBEDDER_FIELD] = embedder
+        # Two replicas giving a new collection its id at once: the last write wins, and
+        # both read it back, so they agree.
+        if not marker.get(layout.INDEX_ID_FIELD):
+            fields[layout.INDEX_ID_FIELD] = layout.new_index_id()
+        if fields:
+            self.client.set_payload(self.collection, payload=fields, points=[layout.SCHEMA_POINT_ID], wait=True)
+            found = self.client.retrieve(self.collection, [layout.SCHEMA_POINT_ID], with_payload=True)
+            marker = (found[0].payload or {}) if found else {}
+        self.index_id = str(marker.get(layout.INDEX_ID_FIELD))
 
     def _upgrade_schema(self, indexed: set[str]) -> None:
         """Bring a collection written by older code to :data:`layout.SCHEMA_VERSION`

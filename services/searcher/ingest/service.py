@@ -121,7 +121,7 @@ class Ingester:
         state = _RunState()
         self._known.setdefault(tenant_id, set()).add(mailbox)
         pending: list[_Parsed] = []
-        for position, (raw, folder, label) in enumerate(raws):
+        for position, (raw, folder, label, *_) in enumerate(raws):
             try:
                 pending.append(_Parsed(position, self._sandbox.parse(raw, folder=folder), content_digest(raw)))
             except IngestError as exc:

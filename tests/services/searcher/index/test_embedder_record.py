@@ -75,3 +75,11 @@ def test_embedder_id_names_the_packaged_model_one_way():
     key = secrets.token_urlsafe(32)
     spelled = SearcherSettings(scope_key=key, embedding_model="sentence-transformers/all-MiniLM-L6-v2")
     assert embedder_id(spelled) == embedder_id(SearcherSettings(scope_key=key)) == MINILM
+
+
+def test_an_index_keeps_the_id_it_was_given_when_first_opened(tmp_path):
+    first = EdgeIndex(tmp_path / "edge", DIM, embedder=MINILM)
+    given = first.index_id
+    first.close()
+    assert len(given) == 32 and EdgeIndex(tmp_path / "edge", DIM, embedder=MINILM).index_id == given
+    assert EdgeIndex(tmp_path / "other", DIM, embedder=MINILM).index_id != given

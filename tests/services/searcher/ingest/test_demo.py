@@ -19,7 +19,7 @@ DEMO = Path(__file__).resolve().parents[4] / "data" / "demo"
 def parsed():
     out = []
     for tenant, mailbox, path in demo_mailboxes(DEMO):
-        for raw, folder, label in read_path(path):
+        for raw, folder, label, _ in read_path(path):
             out.append((tenant, mailbox, label, parse_message(raw, folder=folder)))
     return out
 
