@@ -25,7 +25,6 @@ import argparse
 import email.parser
 import os
 import random
-import resource
 import signal
 import subprocess
 import sys
@@ -52,8 +51,27 @@ def _pmsearch_ingest(stack: Stack, source: Path, mailbox: str, *extra: str) -> s
     env = {k: v for k, v in os.environ.items() if not k.startswith("PM_")}
     env.update(PM_GATEWAY_URL=stack.gateway_url, PM_ADMIN_TOKEN=stack.secrets.admin_token,
                PM_VAR_DIR=str(stack.var_dir))
-    return subprocess.Popen([sys.executable, "-m", "cli.main", "ingest", str(source), "-t", TENANT, "-m", mailbox,
+    return subprocess.Popen([sys.executable, "-c", _CLI_WITH_RSS, "ingest", str(source), "-t", TENANT, "-m", mailbox,
                              *extra], cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+# `pmsearch ingest`, reporting its own peak RSS on its last stderr line as it exits (the
+# bench's children include the stack's services, so their shared figure would not do).
+_CLI_WITH_RSS = """
+import atexit, resource, sys
+atexit.register(lambda: print(f"peak_rss_kb={resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}", file=sys.stderr))
+sys.argv[0] = "pmsearch"
+from cli.main import main
+main()
+"""
+_cli_peak_kb = 0
+
+
+def _note_rss(errors: str) -> None:
+    global _cli_peak_kb
+    for line in errors.splitlines():
+        if line.startswith("peak_rss_kb="):
+            _cli_peak_kb = max(_cli_peak_kb, int(line.split("=")[1]))
 
 
 def import_all(stack: Stack, root: Path) -> dict[str, Any]:
@@ -63,6 +81,7 @@ def import_all(stack: Stack, root: Path) -> dict[str, Any]:
     for box in MAILBOXES:
         proc = _pmsearch_ingest(stack, root / box, box)
         out, errors = proc.communicate(timeout=6 * 3600)
+        _note_rss(errors)
         if proc.returncode not in (0, 1):
             raise RuntimeError(f"pmsearch ingest {box} failed: {errors.strip()[-500:]}")
         totals.update(_totals(out))
@@ -92,8 +111,10 @@ def _peak_rss_mb(pid: int) -> float | None:
 
 
 def _stack(work: Path, name: str, backend: str) -> Stack:
-    return Stack(work / name, services=("searcher",), extra_env={"PM_EMBEDDING_BACKEND": backend,
-                                                                 "PM_EMBEDDING_CACHE_DIR": str(ROOT / "var" / "models")})
+    # The per-key search rate would throttle the latency probe (0: no limit).
+    return Stack(work / name, services=("searcher",), extra_env={
+        "PM_EMBEDDING_BACKEND": backend, "PM_EMBEDDING_CACHE_DIR": str(ROOT / "var" / "models"),
+        "PM_SEARCH_RATE_PER_MINUTE": "0"})
 
 
 def kill_and_resume(stack: Stack, root: Path, rate: float, rng: random.Random) -> dict[str, Any]:
@@ -103,7 +124,7 @@ def kill_and_resume(stack: Stack, root: Path, rate: float, rng: random.Random) -
     expected = sum(1 for _ in (root / box).rglob("*") if _.is_file() and _.parent.name in ("cur", "new"))
     events = []
     for victim in ("cli", "searcher"):
-        after = rng.uniform(0.2, 0.7) * expected / max(rate, 1.0) / 2
+        after = rng.uniform(0.2, 0.8) * expected / max(rate, 1.0)
         proc = _pmsearch_ingest(stack, root / box, box)
         time.sleep(after)
         if victim == "cli":
@@ -150,6 +171,7 @@ def index_checks(data_dir: Path, sources: list[Path], per_mode: int) -> dict[str
     from services.searcher.embedding import OnnxEmbedder
     from services.searcher.index.base import IndexFilter
     from services.searcher.index.edge import EdgeIndex
+    from services.searcher.ingest.parser import _first_id
 
     index = EdgeIndex(data_dir, 384, optimize_after=0)
     flt = IndexFilter(tenant_id=TENANT, mailboxes=MAILBOXES)
@@ -164,9 +186,9 @@ def index_checks(data_dir: Path, sources: list[Path], per_mode: int) -> dict[str
     for source in sources:
         for f in source.rglob("*"):
             if f.is_file() and f.parent.name in ("cur", "new"):
-                mid = parser.parsebytes(f.read_bytes()).get("Message-ID")
+                mid = _first_id(parser.parsebytes(f.read_bytes()).get("Message-ID") or "")
                 if mid:
-                    wanted.add(mid.strip())
+                    wanted.add(mid)
     missing = sorted(m for m in wanted if m not in heads)
     twice = sorted(m for m in wanted if len(heads.get(m, ())) > 1)
     embedder = OnnxEmbedder(ROOT / "var" / "models")
@@ -227,22 +249,26 @@ def main() -> None:
             finally:
                 stack.stop()
             rows.append({"step": "import (torch)", **_row(result["torch"])})
+            print(f"torch: {result['torch']}", file=sys.stderr, flush=True)
         stack = _stack(work, "onnx", "onnx").start()
         try:
             result["import"] = imported = import_all(stack, work / "mail")
             imported["searcher_peak_rss_mb"] = _peak_rss_mb(stack.procs["searcher"].pid)
             rows.append({"step": "import", **_row(imported)})
+            print(f"onnx: {imported}", file=sys.stderr, flush=True)
             write_maildirs(work / "mail", 100, seed=args.seed + 1)
             result["reimport_100_new"] = again = import_all(stack, work / "mail")
             rows.append({"step": "re-import, 100 new", **_row(again)})
+            print(f"re-import: {again}", file=sys.stderr, flush=True)
             kill_mail = work / "mail-kill"
             write_maildirs(kill_mail, max(300, args.messages // 4), seed=args.seed + 2)
             result["kill"] = kill_and_resume(stack, kill_mail, imported["messages_per_s"], rng)
             result["gateway_latency_ms"] = gateway_latency(stack, args.queries)
         finally:
             stack.stop()
-        result["cli_peak_rss_mb"] = round(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024, 1)
-        result["index"] = index_checks(stack.var_dir / "data", [work / "mail", work / "mail-kill"], args.queries)
+        result["cli_peak_rss_mb"] = round(_cli_peak_kb / 1024, 1)
+        result["index"] = index_checks(stack.var_dir / "data" / "qdrant-edge", [work / "mail", kill_mail / MAILBOXES[0]],
+                                       args.queries)
     points = result["index"]["points"]
     chunks_per_message = sum(points.values()) / max(result["index"]["messages"], 1)
     result["ceiling"] = flops_ceiling(chunks_per_message)
