@@ -107,7 +107,11 @@ def test_page_shows_steps_as_they_arrive_then_the_answer_with_excerpts_in_their_
     result = api.http.get(f"/v1/runs/{run_id}", headers=bearer(key)).json()
     assert result["outcome"] == "answered", result["reason"]
     assert page.text_content("#outcome") == "answered"
-    assert page.locator("#removed .reason-code").all_text_contents() == ["quote_not_found"]
+    # The made-up claim goes, for its invented quote or for words its source never uses
+    # (which rule catches it first depends on which passage the search ranked first).
+    removed = result["trace"]["removed_sentences"]
+    assert [r["reason"] for r in removed] in (["quote_not_found"], ["off_question"])
+    assert page.locator("#removed .reason-code").all_text_contents() == [r["reason"] for r in removed]
     assert "we refuse every claim without exception" in page.text_content("#removed")
     sentences = result["answer"]["sentences"]
     assert page.locator("#answer .sentence-text").all_text_contents() == [s["text"] for s in sentences]
