@@ -9,6 +9,7 @@ Entries use FastStream's JSON envelope (``{"data": ..., "headers": ...}`` in the
 
 from __future__ import annotations
 
+import asyncio
 import json
 import socket
 import time
@@ -89,6 +90,17 @@ def connect(
         **redis_kwargs(settings, longest_block_seconds=longest_block_seconds),
     )
     return aioredis.Redis.from_pool(pool)
+
+
+def raise_if_cancelled() -> None:
+    """Raise ``CancelledError`` when the current task is being cancelled.
+
+    A cancellation that lands while redis-py waits on a read can come out as a Redis
+    ``TimeoutError`` or ``ConnectionError``. A loop that retries those must call this
+    first, or a cancelled wait carries on until its own deadline."""
+    task = asyncio.current_task()
+    if task is not None and task.cancelling():
+        raise asyncio.CancelledError
 
 
 def encode(message: BaseModel) -> dict[str, bytes]:

@@ -32,6 +32,7 @@ from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from services.gateway.errors import BodyTooLarge, RateLimited, TooManyStreams
+from shared.bus import raise_if_cancelled
 
 PROBLEM = "application/problem+json"
 INGEST_PATH = "/v1/admin/ingest"
@@ -199,6 +200,7 @@ class StreamSlot:
                     pipe.pexpire(self._key, int(lease_seconds * 1000))
                     await pipe.execute()
             except RedisError:
+                raise_if_cancelled()
                 continue  # a Redis restart: keep renewing, the stream itself carries on
 
     @asynccontextmanager

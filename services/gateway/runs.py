@@ -32,7 +32,7 @@ from services.gateway.repository import seconds_to_utc_midnight
 from services.gateway.schemas import ApiKeyRecord, SearchRequest
 from services.gateway.service import GatewayService
 from shared import streams
-from shared.bus import publish
+from shared.bus import publish, raise_if_cancelled
 from shared.messages import RunMeta, RunRequested, RunResult
 from shared.runstore import RunStore
 
@@ -140,6 +140,7 @@ class RunService:
                     return result
                 entries = await self.store.read_progress(meta.run_id, last, block_ms=250)
             except _TRANSIENT:
+                raise_if_cancelled()
                 log.warning("run %s: Redis unavailable while waiting; trying again", meta.run_id)
                 await asyncio.sleep(REDIS_RETRY_SECONDS)
                 continue
@@ -170,6 +171,7 @@ class RunService:
                 # blocking, then end with the result.
                 entries = await self.store.read_progress(meta.run_id, last, block_ms=None if result else 500)
             except _TRANSIENT:
+                raise_if_cancelled()
                 if time.time() >= give_up:
                     break
                 log.warning("run %s: Redis unavailable while streaming; trying again", meta.run_id)

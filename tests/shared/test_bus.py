@@ -1,10 +1,15 @@
-"""Publishing to a stream: bounded by count, or by age for request/reply streams."""
+"""Publishing to a stream: bounded by count, or by age for request/reply streams; a
+cancelled retry loop ends even when redis-py reported the cancel as a timeout."""
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 
-from shared.bus import publish
+import pytest
+from redis.exceptions import TimeoutError as RedisTimeout
+
+from shared.bus import publish, raise_if_cancelled
 from shared.messages import Contract
 
 
@@ -26,3 +31,33 @@ async def test_without_a_max_age_old_entries_stay(redis):
     await redis.xadd(stream, {"data": "old"}, id="1-0")
     await publish(redis, stream, Ping(n=1))
     assert len(await redis.xrange(stream)) == 2
+
+
+async def test_a_retry_loop_ends_when_its_task_is_cancelled_even_if_the_cancel_came_out_as_a_timeout():
+    started = asyncio.Event()
+    attempts = 0
+
+    async def retrying() -> None:
+        nonlocal attempts
+        while True:
+            attempts += 1
+            try:
+                started.set()
+                try:
+                    await asyncio.sleep(10)
+                except asyncio.CancelledError:
+                    raise RedisTimeout("Timeout reading from socket") from None  # what redis-py can do
+            except RedisTimeout:
+                raise_if_cancelled()
+                continue
+
+    task = asyncio.create_task(retrying())
+    await started.wait()
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await asyncio.wait_for(task, timeout=5)
+    assert attempts == 1
+
+
+async def test_raise_if_cancelled_does_nothing_in_a_task_nobody_cancelled():
+    raise_if_cancelled()
