@@ -19,7 +19,7 @@ import sys
 from pathlib import Path
 
 from cli.evaluation.drafts import admin_client, for_report
-from cli.evaluation.questions import load_questions
+from cli.evaluation.questions import corpus_message_ids, load_questions, resolve_supporting
 from cli.evaluation.runner import RunRecord
 from cli.evaluation.scoring import answered_right, summarize, wrongly_answered
 from services.verifier.service import decide
@@ -32,6 +32,7 @@ def main(report_path: str) -> None:
     report = json.loads(Path(report_path).read_text())
     questions = {q.id: q for q in load_questions(Path(report["meta"]["set"]))}
     settings = cli_settings()
+    resolve_supporting(questions.values(), corpus_message_ids(settings.demo_dir))  # precision needs the ids
     drafts = for_report(Path(report_path), admin_client(settings.var_dir, settings.redis_port))
     before: dict[str, list[RunRecord]] = {}
     after: dict[str, list[RunRecord]] = {}

@@ -20,8 +20,11 @@ A sentence (after this service's own split) is kept only when
    it cites, once it has at least ``MIN_CONTENT_WORDS`` of them, and none at all when
    it denies something ("No, your mailbox is not full") (else ``unsupported_claim``,
    offending: up to five missing words; see :mod:`.support`).
-   A real quote cannot carry an invented claim past this. The question's words are no
-   free pass: the question may come from an attacker too;
+   A real quote cannot carry an invented claim past this. The question's words a
+   sentence restates are its subject, not its claim, and are left out of the count
+   when the sentence adds something its sources hold (a figure, or a word of its own
+   found there) and denies nothing ("the new forklifts will arrive in mid-June" for
+   a message saying "delivery expected in mid-June"); otherwise they count like any;
 8. what the question pins down is named by its sources (else ``off_question``,
    offending: what is missing; see :mod:`.question`): a code (an invoice, claim or
    order number) by a cited message, a proper name or a month by a cited message or
@@ -29,7 +32,8 @@ A sentence (after this service's own split) is kept only when
    tenant's claim or April's bill does not answer about this one. Nor does a sentence
    that repeats the question's words when most of them (at least two) appear nowhere in
    its cited messages' threads: it took its subject from the question and its facts
-   from a message about something else.
+   from a message about something else. When the thread holds one of them and the
+   sentence adds something its sources hold, it is an answer in other words and stays.
 
 And the answer as a whole: when the question's first clause asks for a figure ("how
 much", "when", "what's the number of", "the link to"), at least one kept sentence
@@ -189,22 +193,26 @@ def _check(
             return removed("figure_not_found", clean[start:end])
 
     content = content_words(blank_figures(norm.text, figures))
-    topic = _off_topic(question, content, sources, cited)
+    cited_sources = [sources[message_id] for message_id in cited]
+    # A word of a verified quote occurs, as a whole word, in a cited message: no need
+    # to look it up again (the outcome is the same).
+    in_quotes = set(_WORD.findall(" ".join(quoted))) if quoted else frozenset()
+    found = {
+        word_stem for word, word_stem in content
+        if word in in_quotes or any(source.has_word(word, word_stem) for source in cited_sources)
+    }
+    adds = bool(figures) or any(st in found and st not in question.words for _, st in content)
+    topic = _off_topic(question, content, sources, cited, adds)
     if topic is not None:
         return removed("off_question", topic)
     negated = _NEGATION.search(clean) is not None
-    if len(content) >= MIN_CONTENT_WORDS or (negated and content):
-        # A word of a verified quote occurs, as a whole word, in a cited message: no need
-        # to look it up again (the outcome is the same).
-        in_quotes = set(_WORD.findall(" ".join(quoted))) if quoted else frozenset()
-        cited_sources = [sources[message_id] for message_id in cited]
-        missing = [
-            word
-            for word, word_stem in content
-            if word not in in_quotes
-            and not any(source.has_word(word, word_stem) for source in cited_sources)
-        ]
-        if (negated and missing) or len(missing) / len(content) > unsupported_threshold:
+    # An answer restates its question ("the new forklifts will arrive in mid-June"): the
+    # question's words are its subject, not its claim, once the sentence adds something
+    # its sources hold. A denial, or a sentence that adds nothing, is checked whole.
+    claim = content if negated or not adds else [(w, st) for w, st in content if st not in question.words]
+    if len(claim) >= MIN_CONTENT_WORDS or (negated and claim):
+        missing = [word for word, word_stem in claim if word_stem not in found]
+        if (negated and missing) or len(missing) / len(claim) > unsupported_threshold:
             return removed("unsupported_claim", " ".join(missing[:MAX_OFFENDING_WORDS]))
 
     words: frozenset[str] | None = None
@@ -242,7 +250,7 @@ def _off_question(question: Pinned, sources: Sources, cited: list[str]) -> str |
 
 
 def _off_topic(
-    question: Pinned, content: list[tuple[str, str]], sources: Sources, cited: list[str]
+    question: Pinned, content: list[tuple[str, str]], sources: Sources, cited: list[str], adds: bool
 ) -> str | None:
     """The question's words a sentence repeats but its sources never use, when they are
     most of them (and at least two): the sentence took its subject from the question
@@ -255,9 +263,14 @@ def _off_topic(
         return None
     context = sources.threads_of(cited)
     lost = [w for w, st in repeated if not any(source.has_word(w, st) for source in context)]
-    if len(lost) >= 2 and len(lost) * 2 > len(repeated):
-        return " ".join(lost[:MAX_OFFENDING_WORDS])
-    return None
+    if len(lost) < 2 or len(lost) * 2 <= len(repeated):
+        return None
+    # The thread shares one of the question's words and the sentence adds what its
+    # sources hold: an answer in other words ("arrive" for "delivery expected"), not
+    # another matter's facts under the question's subject.
+    if adds and len(lost) < len(repeated):
+        return None
+    return " ".join(lost[:MAX_OFFENDING_WORDS])
 
 
 def verify(

@@ -5,8 +5,9 @@ stop words, the generic words an answer adds when it paraphrases a mail (below),
 currency and percent words, one-letter words, words holding a digit, words of scripts
 written without spaces, and the spans of its figures (they have their own check). Each is reduced by
 :func:`stem`, a small suffix stripper applied to both sides alike, and looked up among
-the stems of the cited sources' words. The question's words are no free pass: a
-question can be written by an attacker too.
+the stems of the cited sources' words. Which of them the verifier counts (the
+question's words a sentence restates are left out when it adds something its sources
+hold) is decided in :mod:`.service`.
 """
 
 from __future__ import annotations

@@ -185,6 +185,43 @@ def test_question_words_found_elsewhere_in_the_cited_thread_count() -> None:
     assert not any(r.reason == "off_question" for r in verdict.removed)
 
 
+def _forklift_order():
+    return message(
+        "m606060606060", "Thanks Tom, order placed with Linde today, delivery expected in mid-June.",
+        subject="Re: Budget request: two electric forklifts",
+    )
+
+
+def test_an_answer_that_restates_the_question_in_its_own_words_is_kept() -> None:
+    # "new" and "arrive" are the question's words, not the mail's ("delivery expected");
+    # the sentence adds "mid-June", which the order message holds.
+    verdict = _verify(
+        "When will the new forklifts arrive?",
+        ("The new forklifts will arrive in mid-June.", "m606060606060"),
+        extra=[_forklift_order()],
+    )
+    assert [s.text for s in verdict.kept] == ["The new forklifts will arrive in mid-June."]
+
+
+def test_the_questions_words_count_against_a_sentence_that_adds_nothing_to_them() -> None:
+    verdict = _verify(
+        "Did the warehouse staff order new forklifts for the night shift?",
+        ("Yes, the warehouse staff ordered new forklifts for the night shift.", "m606060606060"),
+        extra=[_forklift_order()],
+    )
+    assert not verdict.kept
+    assert verdict.removed[0].reason in {"unsupported_claim", "off_question"}
+
+
+def test_a_denial_gets_no_allowance_for_the_questions_words() -> None:
+    verdict = _verify(
+        "Will the new forklifts arrive before mid-June?",
+        ("No, the new forklifts will not arrive before mid-June.", "m606060606060"),
+        extra=[_forklift_order()],
+    )
+    assert not verdict.kept
+
+
 # ------------------------------------------------------------------- negations
 
 
