@@ -19,8 +19,8 @@ DEMO_KEYS = {
 }
 
 
-# The embedded model reads about 90 prompt tokens a second on two CPU cores, so one call
-# with the passages in view takes 12-25 s. Most questions take one call; one that needs a
+# The embedded model reads 20-90 prompt tokens a second on two CPU cores (depending on
+# the CPU), so one call with the passages in view takes 12-50 s. Most questions take one call; one that needs a
 # search round takes three (attempt, search request, attempt). So the demo tenants get
 # two steps and more time than the 8 s default (which suits a hosted model). Measured
 # with `pmsearch eval` on the full set: see docs/evaluation.md.

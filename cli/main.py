@@ -277,7 +277,8 @@ def up(
                 "-H 'Content-Type: application/json' -d '{\"query\": \"Who is handling the Golf claim?\", \"mode\": \"agentic\"}'",
             ):
                 out.print("  " + line, highlight=False, soft_wrap=True, markup=False)
-            out.print("The embedded model takes 15-25 s a question on two CPU cores (one model call for most).")
+            out.print("The embedded model takes 15-50 s a question on two CPU cores, depending on the CPU "
+                      "(one model call for most).")
         out.print("\nCtrl-C stops everything.")
         Supervisor(stack, report=lambda text: out.print(time.strftime("%H:%M:%S ") + text, markup=False, highlight=False)).run()
     except KeyboardInterrupt:
@@ -296,7 +297,8 @@ def eval_(
     set_path: Path = typer.Option(Path("evals/demo.yaml"), "--set", help="The labelled question set (YAML)"),
     gateway: str | None = typer.Option(None, help="Gateway URL (default PM_GATEWAY_URL)"),
     keys: Path | None = typer.Option(None, help="Demo keys file, label -> key (default <var>/demo-keys.json)"),
-    only: str | None = typer.Option(None, help="Only these question ids, comma-separated"),
+    only: str | None = typer.Option(None, help="Only these question ids, comma-separated, or @file of ids "
+                                    "(evals/quick.txt: a 32-question sample)"),
     kinds: str | None = typer.Option(None, help="Only these kinds, comma-separated"),
     limit: int | None = typer.Option(None, min=1, help="At most this many questions"),
     baseline: bool = typer.Option(False, "--baseline", help="Also run every question with the single-shot strategy"),
@@ -309,15 +311,15 @@ def eval_(
     min_answered_right: float | None = typer.Option(None, help="Gate: exit 1 if the answered-right share is lower"),
 ) -> None:
     """Measure answer quality on a labelled question set; the last line of stdout is JSON."""
-    from cli.evaluation.command import EvalOptions, GatewayUnreachable, run_eval, split_csv
+    from cli.evaluation.command import EvalOptions, GatewayUnreachable, question_ids, run_eval, split_csv
     from cli.evaluation.questions import EvalInputError
 
-    opts = EvalOptions(
-        set_path=set_path, gateway=gateway, keys=keys, only=split_csv(only), kinds=split_csv(kinds), limit=limit,
-        baseline=baseline, out=out_dir, timeout=timeout, concurrency=concurrency, start=start,
-        min_precision=min_precision, max_wrongly_answered=max_wrongly_answered, min_answered_right=min_answered_right,
-    )
     try:
+        opts = EvalOptions(
+            set_path=set_path, gateway=gateway, keys=keys, only=question_ids(only), kinds=split_csv(kinds), limit=limit,
+            baseline=baseline, out=out_dir, timeout=timeout, concurrency=concurrency, start=start,
+            min_precision=min_precision, max_wrongly_answered=max_wrongly_answered, min_answered_right=min_answered_right,
+        )
         failed = run_eval(opts, cli_settings(), out, err)
     except GatewayUnreachable as exc:
         fail(str(exc), UNREACHABLE)

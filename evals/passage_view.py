@@ -56,8 +56,9 @@ def main() -> int:
     ap.add_argument("--show", help="print the passages of this question id")
     ap.add_argument("--max-passages", type=int, default=P.MAX_PASSAGES, help="try another passage count")
     ap.add_argument("--budget", type=int, default=P.BUDGET_CHARS, help="try another character budget")
+    ap.add_argument("--piece-chars", type=int, default=P.PASSAGE_CHARS, help="try another piece size")
     args = ap.parse_args()
-    P.MAX_PASSAGES = args.max_passages
+    P.MAX_PASSAGES, P.PASSAGE_CHARS = args.max_passages, args.piece_chars
 
     questions = [q for q in load_questions(args.set) if q.facts]
     resolve_supporting(questions, corpus_message_ids(args.demo))

@@ -7,8 +7,9 @@ sender, subject and its place in its thread; quoted replies and signatures are l
 out, since the message they quote is evidence of its own and the quoted copy only
 misleads attribution ("the insurer has not yet confirmed…" quoted in a later reply).
 
-The whole block is kept within a character budget: the embedded model reads about 90
-prompt tokens a second on two cores, so what it reads is the run's main cost.
+The whole block is kept within a character budget: the embedded model reads 20-90
+prompt tokens a second on two cores (depending on the machine), so what it reads is the
+run's main cost.
 """
 
 from __future__ import annotations
@@ -27,9 +28,13 @@ from shared.messages import DraftSentence, EvidenceMessage
 from shared.steering import steers, without_steering
 from shared.tools import one_of, tool_prompt_text
 
-PASSAGE_CHARS = 400
+# Measured with evals/passage_view.py on the 110 answerable questions: 5 passages of
+# 400 characters showed every key fact for 97 in 1,706 characters on average; 3 of 500
+# show them for 99 in 1,124 (an invoice's total sits past a 400-character cut). Fewer,
+# longer passages: fewer distractors for a small model and a third less to read.
+PASSAGE_CHARS = 500
 BUDGET_CHARS = 2800  # ~800 tokens of mail, headers included
-MAX_PASSAGES = 5  # 107 of 110 answerable questions keep a supporting message; 7 kept 110
+MAX_PASSAGES = 3
 PER_MESSAGE = 1  # the best piece of each message: more messages beat more of one
 SUBJECT_CHARS = 70
 

@@ -52,6 +52,20 @@ def split_csv(value: str | None) -> list[str]:
     return [v.strip() for v in (value or "").split(",") if v.strip()]
 
 
+def question_ids(value: str | None) -> list[str]:
+    """``--only``: ids separated by commas, or ``@file`` naming a file of ids (commas or
+    one per line; ``#`` starts a comment), such as ``evals/quick.txt``."""
+    if not value or not value.startswith("@"):
+        return split_csv(value)
+    path = Path(value[1:])
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise EvalInputError(f"--only {value}: cannot read {path} ({exc.strerror or exc})") from None
+    lines = (line.split("#", 1)[0] for line in text.splitlines())
+    return [i for line in lines for i in split_csv(line)]
+
+
 @contextlib.contextmanager
 def _target(opts: EvalOptions, settings: CliSettings, err: Console) -> Iterator[tuple[str, Path]]:
     """(gateway URL, keys file): a running stack's, or one started here the way ``up`` does."""

@@ -59,6 +59,14 @@ def test_baseline_run_writes_reports_and_ends_with_one_json_line(gateway, tmp_pa
     assert "Traceback" not in run.stderr
 
 
+def test_only_reads_question_ids_from_a_file(gateway, tmp_path):
+    ids = tmp_path / "ids.txt"
+    ids.write_text("# two of the set\nclaim-accepted\ninjected-wire  # the injection\n")
+    run = pmsearch_eval(gateway, tmp_path, "--only", f"@{ids}")
+    assert run.returncode == 0, run.stderr
+    assert json.loads(run.stdout.strip().splitlines()[-1])["questions"] == 2
+
+
 def test_a_failed_gate_exits_1_with_one_line(gateway, tmp_path):
     run = pmsearch_eval(gateway, tmp_path, "--only", "claim-accepted,injected-wire", "--max-wrongly-answered", "0",
                         "--min-precision", "0.95", "--min-answered-right", "0.5")
@@ -75,6 +83,7 @@ def test_a_failed_gate_exits_1_with_one_line(gateway, tmp_path):
         ((), {"acme/alice": "pk_a"}, "error: question bob-secret: unknown key label 'acme/bob'"),
         (("--kinds", "sometimes"), KEYS, "error: unknown kind sometimes"),
         (("--set", "/no/such/set.yaml"), KEYS, "error: no question set at /no/such/set.yaml"),
+        (("--only", "@/no/such/ids.txt"), KEYS, "error: --only @/no/such/ids.txt: cannot read /no/such/ids.txt"),
     ],
 )
 def test_bad_input_is_one_line(gateway, tmp_path, args, keys, message):

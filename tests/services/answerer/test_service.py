@@ -183,3 +183,25 @@ async def test_a_second_sentence_that_does_not_address_the_question_is_dropped(r
     out = await handed_on(redis, run_id)
     assert [s.text for s in out.draft.sentences] == [proposed[0].text]
     assert "dropped 1 sentence" in out.trace.steps[-1].note
+
+
+async def test_a_second_sentence_sharing_one_word_with_the_question_is_padding(redis, model):
+    run_id = await run_with(redis, PHOTOS, ACCEPT)
+    proposed = [
+        DraftSentence(text="Northwind accepts the Golf claim and pays EUR 2,115.50.", citations=["m-accept"]),
+        DraftSentence(text="Three photos of the VW Golf were taken this morning.", citations=["m-photos"]),
+    ]
+    await Answerer(redis, model).answer(request(run_id, proposed))
+    out = await handed_on(redis, run_id)
+    assert [s.text for s in out.draft.sentences] == [proposed[0].text]
+
+
+async def test_a_second_sentence_that_restates_the_subject_is_kept(redis, model):
+    run_id = await run_with(redis, PHOTOS, ACCEPT)
+    proposed = [
+        DraftSentence(text="Northwind accepts the Golf claim and pays EUR 2,115.50.", citations=["m-accept"]),
+        DraftSentence(text="Before that the insurer had the photos of the Golf claim.", citations=["m-photos"]),
+    ]
+    await Answerer(redis, model).answer(request(run_id, proposed))
+    out = await handed_on(redis, run_id)
+    assert [s.text for s in out.draft.sentences] == [proposed[0].text, proposed[1].text]
