@@ -164,6 +164,22 @@ def test_a_sentence_that_takes_its_subject_from_the_question_and_its_facts_elsew
     assert [(r.reason, r.offending) for r in verdict.removed] == [("off_question", "team offsite costs")]
 
 
+def test_a_figure_alone_does_not_make_an_answer_of_another_matters_message() -> None:
+    # The newsletter shares "cost" with the question and holds a 100; the sentence adds
+    # no word of its own.
+    newsletter = message(
+        "m707070707070", "The latest rail strike cost German shippers an estimated EUR 100 million a day.",
+        subject="Logistics Weekly #12",
+    ).model_copy(update={"thread_id": "t-newsletter"})
+    verdict = _verify(
+        "How much is the team offsite costing per person?",
+        ("The team offsite is costing per person $100.", "m707070707070"),
+        extra=[newsletter],
+    )
+    assert not verdict.kept
+    assert [r.reason for r in verdict.removed] == ["off_question"]
+
+
 def test_a_paraphrase_that_repeats_one_question_word_its_sources_lack_is_kept() -> None:
     # "photos" is not in the insurer's letter (M1 speaks of them; M5 does not); one word
     # the sources lack is paraphrase, not another topic.
