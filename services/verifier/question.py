@@ -71,6 +71,9 @@ _WHEN_WORDS = re.compile(
 
 
 _DIGITS = re.compile(r"\d{2,}")
+_POLAR = re.compile(
+    r"\W*(?:did|does|do|is|are|was|were|has|have|had|can|could|will|would|should|shall|may|must)(?:n't)?\b", re.I
+)
 _CURRENCY = re.compile(r"eur|usd|gbp|chf|[€$£]")
 
 
@@ -84,6 +87,9 @@ class Pinned:
     months: tuple[str, ...] = ()
     asks: str | None = None
     words: frozenset[str] = frozenset()  # stems of its content words (see support.content_words)
+    # A yes/no question ("Did the insurer ask for new bank details?"): an answer's
+    # restated words are then its claim, not only its subject.
+    polar: bool = False
 
     def __bool__(self) -> bool:
         return bool(self.codes or self.names or self.months)
@@ -127,7 +133,8 @@ def pinned(question: str) -> Pinned:
             # too short to look for.
             names.extend(p.casefold() for p in word.split("-") if len(p) > 1 or p.isdigit())
     words = frozenset(stem for _, stem in content_words(figures.normalize_figures(question).text))
-    return Pinned(codes, tuple(dict.fromkeys(names)), tuple(dict.fromkeys(months)), asks(question), words)
+    return Pinned(codes, tuple(dict.fromkeys(names)), tuple(dict.fromkeys(months)), asks(question), words,
+                  _POLAR.match(question) is not None)
 
 
 def gives(kind: str, sentence: str) -> bool:

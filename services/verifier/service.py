@@ -23,8 +23,9 @@ A sentence (after this service's own split) is kept only when
    A real quote cannot carry an invented claim past this. The question's words a
    sentence restates are its subject, not its claim, and are left out of the count
    when the sentence adds something its sources hold (a figure, or a word of its own
-   found there) and denies nothing ("the new forklifts will arrive in mid-June" for
-   a message saying "delivery expected in mid-June"); otherwise they count like any;
+   found there), denies nothing and does not answer a yes/no question ("the new
+   forklifts will arrive in mid-June" for a message saying "delivery expected in
+   mid-June"); otherwise they count like any;
 8. what the question pins down is named by its sources (else ``off_question``,
    offending: what is missing; see :mod:`.question`): a code (an invoice, claim or
    order number) by a cited message, a proper name or a month by a cited message or
@@ -210,8 +211,10 @@ def _check(
     negated = _NEGATION.search(clean) is not None
     # An answer restates its question ("the new forklifts will arrive in mid-June"): the
     # question's words are its subject, not its claim, once the sentence adds something
-    # its sources hold. A denial, or a sentence that adds nothing, is checked whole.
-    claim = content if negated or not adds else [(w, st) for w, st in content if st not in question.words]
+    # its sources hold. A denial, a sentence that adds nothing, and any answer to a
+    # yes/no question ("Yes, Sabine Roth asked for new bank details") are checked whole.
+    restating = adds and not negated and not question.polar
+    claim = [(w, st) for w, st in content if st not in question.words] if restating else content
     if len(claim) >= MIN_CONTENT_WORDS or (negated and claim):
         missing = [word for word, word_stem in claim if word_stem not in found]
         if (negated and missing) or len(missing) / len(claim) > unsupported_threshold:

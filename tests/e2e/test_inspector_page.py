@@ -41,7 +41,9 @@ def searching_then_answering(body: dict) -> Reply:
     whose quote no passage holds (the verifier removes it)."""
     if schema_title(body) == ATTEMPT and "Searched so far:" in user_text(body):
         first = passages(body)[0].ref
-        invented = sentence('Northwind wrote "we refuse every claim without exception".', first)
+        # It names the question's subject, so the answerer hands it on and the verifier
+        # is the one to remove it.
+        invented = sentence('The insurer wrote about the Golf claim: "we refuse every claim without exception".', first)
         return answer(*honest_answer(body), invented)
     return honest(search_query=lambda q: "Northwind accepted the Golf claim")(body)
 

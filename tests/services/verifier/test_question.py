@@ -164,6 +164,22 @@ def test_a_sentence_that_takes_its_subject_from_the_question_and_its_facts_elsew
     assert [(r.reason, r.offending) for r in verdict.removed] == [("off_question", "team offsite costs")]
 
 
+def test_a_yes_to_a_yes_no_question_is_checked_whole() -> None:
+    # The name is the sentence's own and the letter holds it; "new bank details" are the
+    # question's words, and here they are the claim.
+    letter = message(
+        "m808080808080", "Sabine Roth, claims adjuster: the payout for the Golf claim goes to your new account ending in 3391.",
+        subject="Decision on claim CLM-2024-55817",
+    ).model_copy(update={"thread_id": "t-decision"})
+    verdict = _verify(
+        "Did the insurer ask us for new bank details for the payout?",
+        ("Yes, Sabine Roth asked for new bank details for the payout.", "m808080808080"),
+        extra=[letter],
+    )
+    assert not verdict.kept
+    assert [r.reason for r in verdict.removed] == ["unsupported_claim"]
+
+
 def test_a_figure_alone_does_not_make_an_answer_of_another_matters_message() -> None:
     # The newsletter shares "cost" with the question and holds a 100; the sentence adds
     # no word of its own.
