@@ -215,9 +215,11 @@ def _check(
     # yes/no question ("Yes, Sabine Roth asked for new bank details") are checked whole.
     restating = adds and not negated and not question.polar
     claim = [(w, st) for w, st in content if st not in question.words] if restating else content
-    if len(claim) >= MIN_CONTENT_WORDS or (negated and claim):
+    # The length that makes a sentence worth counting is the whole sentence's: "The Golf
+    # claim was REJECTED" restates two words and claims one, which must then be found.
+    if len(content) >= MIN_CONTENT_WORDS or (negated and content):
         missing = [word for word, word_stem in claim if word_stem not in found]
-        if (negated and missing) or len(missing) / len(claim) > unsupported_threshold:
+        if (negated and missing) or (claim and len(missing) / len(claim) > unsupported_threshold):
             return removed("unsupported_claim", " ".join(missing[:MAX_OFFENDING_WORDS]))
 
     words: frozenset[str] | None = None
