@@ -20,10 +20,10 @@ DEMO_KEYS = {
 
 
 # The embedded model reads 20-90 prompt tokens a second on two CPU cores (depending on
-# the CPU), so one call with the passages in view takes 12-50 s. Most questions take one call; one that needs a
-# search round takes three (attempt, search request, attempt). So the demo tenants get
-# two steps and more time than the 8 s default (which suits a hosted model). Measured
-# with `pmsearch eval` on the full set: see docs/evaluation.md.
+# the CPU), so one call with the passages in view takes 12-50 s. Most questions take one
+# call; one that needs a search round takes three (attempt, search request, attempt).
+# So the demo tenants get two steps and more time than the 8 s default (which suits a
+# hosted model). Measured with `pmsearch eval` on the full set: see docs/evaluation.md.
 DEMO_BUDGETS = {"search.agentic_max_steps": 2, "search.agentic_max_seconds": 90}
 
 

@@ -30,14 +30,13 @@ sys.path.insert(0, str(ROOT))
 from cli.demo import DEMO_KEYS  # noqa: E402
 from cli.evaluation.questions import corpus_message_ids, load_questions, resolve_supporting  # noqa: E402
 from cli.evaluation.scoring import contains  # noqa: E402
-from services.planner.service import FIRST_SEARCH_LIMIT, FIRST_SEARCH_THREAD_LATEST  # noqa: E402
+from services.planner.service import first_search  # noqa: E402
 from services.searcher.embedding import embedder_id, make_embedder  # noqa: E402
 from services.searcher.index import open_index  # noqa: E402
 from services.searcher.query_cache import QueryEmbeddingCache  # noqa: E402
 from services.searcher.repository import ScopedMailRepository  # noqa: E402
 from services.searcher.service import ToolRunner  # noqa: E402
 from shared import passages as P  # noqa: E402
-from shared.messages import ToolCall  # noqa: E402
 from shared.scope import Scope  # noqa: E402
 from shared.settings import SearcherSettings  # noqa: E402
 
@@ -70,11 +69,7 @@ def main() -> int:
         runner = ToolRunner(ScopedMailRepository(index, QueryEmbeddingCache(embedder, 256)))
         rows = []
         for q in questions:
-            call = ToolCall(call_id="s0-1", tool="search", arguments={
-                "query": q.question[:500], "mode": "hybrid", "limit": FIRST_SEARCH_LIMIT,
-                "thread_latest": FIRST_SEARCH_THREAD_LATEST,
-            })
-            done = runner.run(_scope(q.key), call)
+            done = runner.run(_scope(q.key), first_search(q.question))
             shown = P.build(q.question, done.evidence, budget=args.budget)
             text = "\n".join(f"{p.header}\n{p.text}" for p in shown)
             in_view = {p.message_id for p in shown}

@@ -59,6 +59,19 @@ FIRST_SEARCH_THREAD_LATEST = 1
 FIRST_SEARCH_SENT = "tools:0"
 
 
+def first_search(question: str, strategy: str = "loop") -> ToolCall:
+    """The search every run starts with: the question itself, hybrid; the loop also
+    asks for the latest message of the threads it hits."""
+    return ToolCall(
+        call_id="s0-1",
+        tool="search",
+        arguments={
+            "query": question[:500], "mode": "hybrid", "limit": FIRST_SEARCH_LIMIT,
+            "thread_latest": FIRST_SEARCH_THREAD_LATEST if strategy == "loop" else 0,
+        },
+    )
+
+
 class Planner:
     def __init__(self, repo: PlannerRepository, model: ModelClient) -> None:
         self.repo = repo
@@ -76,14 +89,7 @@ class Planner:
             if FIRST_SEARCH_SENT in state.sent or 0 not in state.awaiting:
                 await self.advance(req.run_id)  # e.g. ends a run whose deadline passed meanwhile
                 return
-        call = ToolCall(
-            call_id="s0-1",
-            tool="search",
-            arguments={
-                "query": req.question[:500], "mode": "hybrid", "limit": FIRST_SEARCH_LIMIT,
-                "thread_latest": FIRST_SEARCH_THREAD_LATEST if req.strategy == "loop" else 0,
-            },
-        )
+        call = first_search(req.question, req.strategy)
         # Effect, then mark: a crash in between sends the search once more, and the
         # second observation of step 0 is dropped as a duplicate.
         await self._send_tools(state, 0, [call], kind="first_search")
