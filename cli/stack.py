@@ -29,8 +29,9 @@ from cli.private import write_private
 ROOT = Path(__file__).resolve().parent.parent
 # How the operator wants the processes' logs (JSON lines, or text to read by eye).
 LOG_SETTINGS = ("PM_LOG_FORMAT", "PM_LOG_LEVEL")
-# Passed to every service from the shell: how long finished runs stay readable.
-RUN_SETTINGS = ("PM_RUN_RETENTION_DAYS",)
+# Passed to every service from the shell: how long finished runs stay readable, and who
+# picks citations (so `pmsearch eval` can compare both on the local stack).
+RUN_SETTINGS = ("PM_RUN_RETENTION_DAYS", "PM_CITATION_SOURCE")
 WORKERS = {
     "searcher": "services.searcher.worker",
     "planner": "services.planner.worker",

@@ -57,6 +57,7 @@ import time
 from collections.abc import Mapping
 from datetime import UTC
 
+from services.verifier.amounts import as_amount
 from services.verifier.citations import parse_structured, strip_markers
 from services.verifier.figures import normalize_figures, sentence_figures
 from services.verifier.outcome import degraded_hits, model_note, reason_code
@@ -188,7 +189,7 @@ def _check(
             return removed("quote_not_found", quote.text)
 
     norm = normalize_figures(clean)
-    figures = sentence_figures(norm, clean)
+    figures = [as_amount(f, norm.text) for f in sentence_figures(norm, clean)]
     for figure in figures:
         if not any(sources[message_id].has_figure(figure) for message_id in cited):
             start, end = norm.source_span(figure.start, figure.end)

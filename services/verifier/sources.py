@@ -17,7 +17,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from itertools import islice
 
-from services.verifier import figures
+from services.verifier import amounts, figures
 from services.verifier.normalize import Normalized, find_phrase, normalize, normalize_with_map
 from services.verifier.question import MONTHS
 from services.verifier.support import cached_stem
@@ -128,7 +128,8 @@ class Source:
         if figures.supported(figure, key_sets):
             return True
         while len(key_sets) <= len(self.parts):
-            key_sets.append(figures.source_keys(self.parts[len(key_sets) - 1].figure_text))
+            text = self.parts[len(key_sets) - 1].figure_text
+            key_sets.append(figures.source_keys(text) | amounts.source_keys(text))
             if figures.supported(figure, key_sets):
                 return True
         return False

@@ -284,8 +284,11 @@ CASES: dict[str, Case] = {
     "amount with a thin space as thousands separator": Case(
         text(f"The insurer will transfer EUR 2\u2009115,50 [{M5}]."), kept=[ANY]
     ),
-    "amount in another currency is still the amount": Case(
-        text(f"The insurer will transfer $2,115.50 [{M5}]."), kept=[ANY]
+    "amount in another currency": Case(
+        text(f"The insurer will transfer $2,115.50 [{M5}]."), removed=[("figure_not_found", ANY)]
+    ),
+    "amount at another scale": Case(
+        text(f"The insurer will transfer EUR 2,115.50 million [{M5}]."), removed=[("figure_not_found", ANY)]
     ),
     "amount off by a factor": Case(
         text(f"The insurer will transfer EUR 21,155.00 [{M5}]."),
