@@ -37,7 +37,7 @@ _SCALE = r"thousands?|millions?|mio|mn|billions?|bn|k|m"
 
 _NUMBER = r"\d+(?:[.,']\d+)*"
 _AMOUNT = re.compile(
-    rf"(?:(?P<before>{_CURRENCY}) ?)?(?<![\w.,'])(?P<number>{_NUMBER})(?![\w.,']?\d)"
+    rf"(?:(?P<before>{_CURRENCY}) ?)?(?<!\w)(?<!\d[.,'])(?P<number>{_NUMBER})(?![\w.,']?\d)"
     rf"(?: ?(?P<scale>{_SCALE})\b)?(?: ?(?P<after>{_CURRENCY}))?"
 )
 _BEFORE = re.compile(rf"(?:{_CURRENCY}) ?\Z")

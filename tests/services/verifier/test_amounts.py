@@ -40,8 +40,10 @@ def test_an_amount_is_not_found_in_another_currency_or_scale(sentence, source):
         ("The fund holds EUR 100 million.", "It holds 100 million euros."),
         ("The budget is USD 5k.", "Budget: $5,000"),
         ("The total is 12 EUR.", "price 12.00 EUR"),
+        ("The kite set is worth EUR 240.00.", "carton,customer,value_eur\nB7-04,Tailspin,kite set,240.00"),
     ],
-    ids=["sign_and_code", "sign_before", "plain_table_figure", "scale_written_out", "euros_word", "k_after_currency", "code_after"],
+    ids=["sign_and_code", "sign_before", "plain_table_figure", "scale_written_out", "euros_word", "k_after_currency", "code_after",
+         "csv_field"],
 )
 def test_an_amount_is_found_whatever_its_format(sentence, source):
     assert found(sentence, source) == [True]
