@@ -10,6 +10,7 @@ so every run finishes.
 
 from __future__ import annotations
 
+import re
 import time
 from typing import Literal
 
@@ -18,8 +19,8 @@ from redis.asyncio import Redis
 from services.answerer import metrics
 from services.answerer.attribution import attribute
 from services.answerer.prompts import answer_messages
+from shared import asked, streams
 from shared import passages as P
-from shared import streams
 from shared.bus import publish
 from shared.fencing import Fence
 from shared.llm import ModelClient
@@ -92,15 +93,19 @@ class Answerer:
         """The draft with each sentence's citations, both choices recorded in ``step``.
 
         The first sentence is the answer. A later one must restate what the question
-        is about (half its content words, at least two): the small model pads its
-        answer with whatever another passage says ("Priya Nair has three applications
-        for the dispatcher role" after the flight to Hamburg), which is true of its
-        source and answers nothing. Measured on two labelled-set runs: citation
-        precision 0.905 -> 0.95 and 0.808 -> 0.875, no right answer lost.
+        is about (half its content words, at least two), give a part of the question
+        the sentences before it left out (:func:`shared.asked.missing`), or go on with
+        the first sentence's own subject and a figure ("... because of a deductible."
+        "The deductible is EUR 225.00."). The small model pads its answer with whatever
+        another passage says ("Priya Nair has three applications for the dispatcher
+        role" after the flight to Hamburg), which is true of its source and answers
+        nothing. Measured on two labelled-set runs: citation precision 0.905 -> 0.95
+        and 0.808 -> 0.875, no right answer lost.
         """
-        wanted = P.stems(question)
-        needed = min(len(wanted), max(2, len(wanted) // 2))
-        kept = written[:1] + [s for s in written[1:] if len(P.stems(s.text) & wanted) >= needed]
+        kept = written[:1]
+        for s in written[1:]:
+            if _addresses(question, [k.text for k in kept], s.text):
+                kept.append(s)
         if len(kept) < len(written):
             step.note = f"dropped {len(written) - len(kept)} sentence(s) that do not address the question"
         sentences = []
@@ -113,3 +118,18 @@ class Answerer:
             chosen = by_code if self.citation_source == "code" else s.citations
             sentences.append(DraftSentence(text=s.text, citations=chosen))
         return Draft(sentences=sentences)
+
+
+_DIGIT = re.compile(r"\d")
+
+
+def _addresses(question: str, before: list[str], sentence: str) -> bool:
+    """Whether a later answer sentence answers the question rather than padding it
+    (see :meth:`Answerer._cite`)."""
+    wanted = P.stems(question)
+    own = P.stems(sentence)
+    if len(own & wanted) >= min(len(wanted), max(2, len(wanted) // 2)):
+        return True
+    if len(asked.missing(question, [*before, sentence])) < len(asked.missing(question, before)):
+        return True
+    return bool(_DIGIT.search(sentence)) and bool((own & P.stems(before[0])) - wanted)

@@ -26,16 +26,19 @@ hybrid search and one answer call in the answerer, no decision at all.
 
 from __future__ import annotations
 
+import dataclasses
 import time
-from typing import Literal
+from typing import Any, Literal
+
+from pydantic import BaseModel
 
 from services.planner import metrics
 from services.planner.filters import drop_unasked, has_filters
 from services.planner.prompts import attempt_messages, search_messages, search_note
 from services.planner.repository import PlannerRepository
 from services.planner.schemas import RunState, call_models, search_model
+from shared import asked, streams
 from shared import passages as P
-from shared import streams
 from shared.fencing import Fence
 from shared.llm import ModelClient
 from shared.llm.bookkeeping import ModelCall, call_model
@@ -146,10 +149,10 @@ class Planner:
                 held.decision, held.reason = "give_up", "nothing in the caller's mail matches the question"
                 await self.repo.save(held)
             return True
-        reply = await call_model(
-            self.model, "decide", attempt_messages(run.question, shown, state.notes, Fence.new()),
-            P.answer_model([p.ref for p in shown], "PlannerAnswer"), name="planner_answer", deadline=run.deadline,
-        )
+        messages = attempt_messages(run.question, shown, state.notes, Fence.new())
+        schema = P.answer_model([p.ref for p in shown], "PlannerAnswer")
+        reply = await call_model(self.model, "decide", messages, schema, name="planner_answer", deadline=run.deadline)
+        reply = await self._complete(run, messages, schema, reply)
         async with self.repo.locked(run.run_id):
             if (held := await self._held(run.run_id, turn, "judging")) is None:
                 return False
@@ -157,6 +160,40 @@ class Planner:
                 held.decision = "planning"
             await self.repo.save(held)
         return True
+
+    async def _complete(
+        self, run: RunRequested, messages: list[dict[str, Any]], schema: type[BaseModel], reply: ModelCall
+    ) -> ModelCall:
+        """The attempt, completed: when its answer leaves out a part the question asks
+        for (:mod:`shared.asked`), the model is asked once, in the same
+        conversation, to add it. The second answer is taken only when it leaves out
+        less; both calls are counted. The follow-up shares the attempt's prompt, so a
+        server that caches prefixes reads only the reply and the request."""
+        if reply.value is None or not reply.value.answer:
+            return reply
+        lacking = asked.missing(run.question, [s.text for s in reply.value.answer])
+        if not lacking or time.time() >= run.deadline:
+            return reply
+        follow = [
+            *messages,
+            {"role": "assistant", "content": reply.value.model_dump_json()},
+            {"role": "user", "content": asked.request(lacking)},
+        ]
+        again = await call_model(self.model, "decide", follow, schema, name="planner_answer", deadline=run.deadline)
+        better = (
+            again.value is not None
+            and again.value.answer
+            and len(asked.missing(run.question, [s.text for s in again.value.answer])) < len(lacking)
+        )
+        metrics.COMPLETIONS.labels("second" if better else "first").inc()
+        return dataclasses.replace(
+            reply,
+            value=again.value if better else reply.value,
+            seconds=reply.seconds + again.seconds,
+            attempts=reply.attempts + again.attempts,
+            prompt_tokens=reply.prompt_tokens + again.prompt_tokens,
+            completion_tokens=reply.completion_tokens + again.completion_tokens,
+        )
 
     async def _plan(self, state: RunState) -> bool:
         """The search round after an attempt without an answer; True when the run may

@@ -116,6 +116,7 @@ _DIGIT_LED = (
     r"|(?P<colon>(?P<th>\d{1,2}):(?P<tm>[0-5]\d)(?::[0-5]\d)?(?!\d)"
     r"(?:\s*(?P<tap>[ap])(?:\.m\b\.?|m\b))?)"
     r"|(?P<dot>(?P<dh>\d{1,2})\.(?P<dm>[0-5]\d)\s*(?P<dap>[ap])(?:\.m\b\.?|m\b))"
+    r"|(?P<hmark>(?P<xh>\d{1,2})(?:h(?P<xm>[0-5]\d)?|\s?uhr)(?!\w))"
     rf"|(?P<daymonth>(?P<dd>\d{{1,2}})(?:st|nd|rd|th|\.)?\s*(?:of\s+)?(?P<dmon>{_MONTH})(?!\w)\.?"
     rf"(?:,?\s*(?P<dy>\d{{4}}){_NUM_END})?)"
     r"|(?P<hour>(?P<hh>\d{1,2})\s*(?P<hap>[ap])(?:\.m\b\.?|m\b))"
@@ -315,6 +316,11 @@ def _hour(m: re.Match[str], source: bool) -> list[Key] | None:
     return _time_keys(int(m.group("hh")), 0, m.group("hap"), source)
 
 
+def _hour_mark(m: re.Match[str], source: bool) -> list[Key] | None:
+    """A 24-hour time written the French or German way: "14h00", "14h", "14 Uhr"."""
+    return _time_keys(int(m.group("xh")), int(m.group("xm") or 0), None, source)
+
+
 def _day_month(m: re.Match[str], source: bool) -> list[Key] | None:
     day, month = int(m.group("dd")), _MONTHS[m.group("dmon")]
     year = m.group("dy")
@@ -346,7 +352,7 @@ def _token(m: re.Match[str], source: bool) -> list[Key]:
 
 _HANDLERS = {
     "url": _url, "url2": _url, "email": _email, "email2": _email, "iso": _iso,
-    "numdate": _numdate, "colon": _colon, "dot": _dot, "hour": _hour,
+    "numdate": _numdate, "colon": _colon, "dot": _dot, "hmark": _hour_mark, "hour": _hour,
     "daymonth": _day_month, "monthday": _month_day, "monthyear": _month_year,
     "plate": _plate, "token": _token, "token2": _token,
 }

@@ -48,9 +48,11 @@ async def run_with(redis, *evidence: EvidenceMessage) -> str:
     return run_id
 
 
-def request(run_id: str, proposed: list[DraftSentence] = (), focus: list[str] = ("m-photos", "m-accept")) -> AnswerRequested:
+def request(
+    run_id: str, proposed: list[DraftSentence] = (), focus: list[str] = ("m-photos", "m-accept"), question: str = QUESTION
+) -> AnswerRequested:
     return AnswerRequested(
-        run_id=run_id, tenant_id="acme", scope_token="token", deadline=time.time() + 30, question=QUESTION, step=2,
+        run_id=run_id, tenant_id="acme", scope_token="token", deadline=time.time() + 30, question=question, step=2,
         trace=Trace(), usage=Usage(steps=1, model_calls=1), focus=list(focus), hits=[HIT], proposed=list(proposed),
     )
 
@@ -192,3 +194,41 @@ async def test_a_second_sentence_stays_only_when_it_restates_what_the_question_i
     out = await handed_on(redis, run_id)
     assert [s.text for s in out.draft.sentences] == [p.text for p in proposed[: 2 if kept else 1]]
     assert ("dropped 1 sentence" in (out.trace.steps[-1].note or "")) is not kept
+
+
+@pytest.mark.parametrize(
+    ("question", "first", "second", "kept"),
+    [
+        (
+            "What is the new expense app called and when is the training?",
+            "The new expense app is called Spendly.",
+            "The training is on 16 May at 10:00.",
+            True,  # gives the "when" the first sentence left out
+        ),
+        (
+            "What is the new expense app called and when is the training?",
+            "The new expense app is called Spendly.",
+            "Forklift training certificates were renewed.",
+            False,  # shares a word, gives no part asked for
+        ),
+        (
+            "Why is Northwind paying us less than the repair bill for the Golf?",
+            "Northwind pays less than the repair bill because of a deductible.",
+            "The deductible is EUR 225.00 under the fleet policy.",
+            True,  # goes on with the first sentence's own subject, with a figure
+        ),
+        (
+            "Why is Northwind paying us less than the repair bill for the Golf?",
+            "Northwind pays less than the repair bill because of a deductible.",
+            "The deductible was discussed with the broker.",
+            False,  # the same subject, nothing checkable added
+        ),
+    ],
+    ids=["adds_a_part_asked_for", "shares_a_word_only", "continues_with_a_figure", "continues_without_a_figure"],
+)
+async def test_a_second_sentence_stays_when_it_adds_what_was_asked(redis, model, question, first, second, kept):
+    run_id = await run_with(redis, PHOTOS, ACCEPT)
+    proposed = [DraftSentence(text=first, citations=["m-accept"]), DraftSentence(text=second, citations=["m-photos"])]
+    await Answerer(redis, model).answer(request(run_id, proposed, question=question))
+    out = await handed_on(redis, run_id)
+    assert [s.text for s in out.draft.sentences] == [p.text for p in proposed[: 2 if kept else 1]]

@@ -72,12 +72,14 @@ async def planner(redis, scripted_model):
     await model.aclose()
 
 
-async def start(planner: Planner, *, strategy: str = "loop", max_steps: int = 3, deadline: float = 30) -> RunRequested:
+async def start(
+    planner: Planner, *, strategy: str = "loop", max_steps: int = 3, deadline: float = 30, question: str = QUESTION
+) -> RunRequested:
     run_id = f"run-{uuid.uuid4().hex[:12]}"
     scope = Scope(tenant_id="acme", principal="alice", mailboxes=("alice", "shared-claims"), run_id=run_id, expires_at=time.time() + 60)
     req = RunRequested(
         run_id=run_id, tenant_id="acme", scope_token=sign_scope(scope, "test-key"), deadline=time.time() + deadline,
-        question=QUESTION, max_steps=max_steps, max_seconds=deadline, started_at=time.time(), strategy=strategy,
+        question=question, max_steps=max_steps, max_seconds=deadline, started_at=time.time(), strategy=strategy,
     )
     await planner.start(req)
     return req
@@ -208,6 +210,53 @@ async def test_a_duplicate_observation_is_taken_once(planner, redis, scripted_mo
     await found(planner, req, 0, PHOTOS, ACCEPT)
     assert len(scripted_model.bodies) == 1
     assert len(await handed_to_answerer(redis, req)) == 1
+
+
+# ---------------------------------------------------------------- completing a partial answer
+
+TWO_PARTS = "When did Northwind accept the Golf claim, and how much do they pay?"
+
+
+def completing(second: str):
+    """The attempt gives the date only; asked to add what it left out, the model says
+    ``second``."""
+
+    def brain(body):
+        if body["messages"][-1]["role"] == "user" and "leaves out" in body["messages"][-1]["content"]:
+            return answer(sentence(second, "P2"))
+        return answer(sentence("Northwind accepted the Golf claim on 28 March.", "P2"))
+
+    return brain
+
+
+async def test_an_answer_leaving_out_a_part_asked_for_is_completed_in_the_same_conversation(planner, redis, scripted_model):
+    scripted_model.set_script(completing("Northwind accepted the Golf claim on 28 March and pays EUR 2,115.50."))
+    req = await start(planner, question=TWO_PARTS)
+    await found(planner, req, 0, PHOTOS, ACCEPT)
+    first, follow = scripted_model.bodies
+    assert follow["messages"][:2] == first["messages"]  # the same prompt: a cached prefix
+    assert follow["messages"][2]["role"] == "assistant"
+    assert "the amount" in follow["messages"][3]["content"]
+    assert schema_title(follow) == ATTEMPT
+    (handed,) = await handed_to_answerer(redis, req)
+    assert [s.text for s in handed.proposed] == ["Northwind accepted the Golf claim on 28 March and pays EUR 2,115.50."]
+    assert handed.usage.model_calls == 2 and handed.usage.steps == 1
+
+
+async def test_a_completion_that_adds_nothing_keeps_the_first_answer(planner, redis, scripted_model):
+    scripted_model.set_script(completing("Northwind accepted the Golf claim in March."))
+    req = await start(planner, question=TWO_PARTS)
+    await found(planner, req, 0, PHOTOS, ACCEPT)
+    (handed,) = await handed_to_answerer(redis, req)
+    assert [s.text for s in handed.proposed] == ["Northwind accepted the Golf claim on 28 March."]
+    assert handed.usage.model_calls == 2
+
+
+async def test_an_answer_giving_every_part_asked_for_takes_one_call(planner, redis, scripted_model):
+    scripted_model.set_script(completing("unused"))
+    req = await start(planner, question="When did Northwind accept the Golf claim?")
+    await found(planner, req, 0, PHOTOS, ACCEPT)
+    assert len(scripted_model.bodies) == 1
 
 
 # ---------------------------------------------------------------- the search round

@@ -120,6 +120,11 @@ def test_what_is_a_figure(sentence: str, expected: list[str]) -> None:
         ("at 10:00", "10 pm", False),
         ("at 14:20", "2:20 p.m.", True),
         ("at 14:20", "14:25", False),
+        ("à 14h00, dans nos bureaux", "14:00", True),  # the French way
+        ("à 14h00, dans nos bureaux", "2 pm", True),
+        ("à 14h30", "14:00", False),
+        ("um 9 Uhr", "at 9:00", True),  # the German way
+        ("le déjeuner à 12h30", "12:30", True),
         # codes
         ("INV-2024-0173", "inv-2024-0173", True),
         ("INV-2024-0173", "INV 2024 0173", True),  # two numbers, both groups of the code

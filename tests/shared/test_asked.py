@@ -1,0 +1,49 @@
+"""Which parts of a question an answer leaves out, by the shape each kind of fact has."""
+
+from __future__ import annotations
+
+import pytest
+
+from shared.asked import missing, parts, request
+
+
+def test_a_question_splits_into_its_parts_each_with_what_it_asks_for():
+    assert parts("When does the night shift start, what are the hours, and who leads it?") == [
+        ("When does the night shift start", frozenset({"when"})),
+        ("what are the hours", frozenset({"time"})),
+        ("who leads it", frozenset({"person"})),
+    ]
+
+
+def test_nouns_name_what_a_single_part_asks_for():
+    (part,) = parts("Based on the emails, give me the date, time and place of the Sprinter windscreen repair.")
+    assert part[1] == {"date", "time", "place"}
+
+
+@pytest.mark.parametrize(
+    ("question", "answer", "left_out"),
+    [
+        ("When does the night shift start, what are the hours, and who leads it?",
+         "The night shift starts on 2 April, led by Jonas.", ["time"]),
+        ("When does the night shift start, what are the hours, and who leads it?",
+         "The night shift starts on 2 April at 22:00, led by Jonas.", []),
+        ("What's the new expense app called and when is the training?", "The new expense app is called Spendly.", ["when"]),
+        ("When do I need to be in Lyon, and where exactly?", "You need to be in Lyon on 18 April at 14:00.", ["place"]),
+        ("When do I need to be in Lyon, and where exactly?", "On 18 April at 14:00 at 12 rue de Gerland.", []),
+        ("How much is the Initech invoice and when is it due?", "It is EUR 389.90, due on 12 May 2024.", []),
+        ("How much is the Initech invoice and when is it due?", "It is due on 12 May.", ["amount"]),  # a day is no amount
+        ("Who is handling the Golf claim, and how do I reach her?", "Sabine Roth handles it.", ["contact"]),
+        ("Who is handling the Golf claim, and how do I reach her?", "Sabine Roth, sabine.roth@insurer.example.", []),
+        ("Who leads the night shift?", "The night shift is led by the shift lead.", ["person"]),
+        ("Send me the link to the May invoice.", "The May invoice is online.", ["link"]),
+        ("Did the insurer accept the Golf claim?", "Yes, it did.", []),  # a yes/no question asks for no shape
+    ],
+)
+def test_an_answer_leaves_out_the_parts_it_shows_no_shape_for(question, answer, left_out):
+    assert missing(question, [answer]) == left_out
+
+
+def test_the_request_names_everything_left_out():
+    text = request(["time", "place"])
+    assert "the time and the place" in text
+    assert "unchanged" in text
