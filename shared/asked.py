@@ -101,6 +101,12 @@ def parts(question: str) -> list[tuple[str, frozenset[str]]]:
     return out
 
 
+def _without_when(low: str) -> str:
+    """``low`` with its dates and times blanked: their digits are no amount or street
+    number."""
+    return _DATE_SHAPE.sub(" ", _TIME_SHAPE.sub(" ", low))
+
+
 def _gives(kind: str, answer: str, question: str) -> bool:
     low = answer.casefold()
     if kind == TIME:
@@ -110,16 +116,14 @@ def _gives(kind: str, answer: str, question: str) -> bool:
     if kind == WHEN:
         return bool(_TIME_SHAPE.search(low) or _DATE_SHAPE.search(low))
     if kind == AMOUNT:  # a number that is not part of a date or a time
-        return bool(_AMOUNT_SHAPE.search(_DATE_SHAPE.sub(" ", _TIME_SHAPE.sub(" ", low))))
+        return bool(_AMOUNT_SHAPE.search(_without_when(low)))
     if kind == LINK:
         return bool(_LINK_SHAPE.search(low))
     if kind == CONTACT:
         return bool(_CONTACT_SHAPE.search(low))
     if kind == PLACE:
-        # A place the question already names ("be in Lyon") is not where exactly; a
-        # time ("at 14:00") is no street number.
-        rest = _DATE_SHAPE.sub(" ", _TIME_SHAPE.sub(" ", low))
-        return bool(_PLACE_SHAPE.search(rest) or _names(answer, question))
+        # A place the question already names ("be in Lyon") is not where exactly.
+        return bool(_PLACE_SHAPE.search(_without_when(low)) or _names(answer, question))
     if kind == PERSON:
         return bool(_names(answer, question))
     return True

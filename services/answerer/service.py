@@ -99,8 +99,10 @@ class Answerer:
         "The deductible is EUR 225.00."). The small model pads its answer with whatever
         another passage says ("Priya Nair has three applications for the dispatcher
         role" after the flight to Hamburg), which is true of its source and answers
-        nothing. Measured on two labelled-set runs: citation precision 0.905 -> 0.95
-        and 0.808 -> 0.875, no right answer lost.
+        nothing. The restating rule alone, on two labelled-set runs: citation precision
+        0.905 -> 0.95 and 0.808 -> 0.875, no right answer lost; the two allowances with the
+        planner's completion call, on the quick sample: 12 -> 14 of 24 right, precision
+        0.857 -> 0.905.
         """
         kept = written[:1]
         for s in written[1:]:
