@@ -67,6 +67,7 @@ class Level:
     seconds: float = 0.0
     cpu_ms_per_run: dict[str, float] = field(default_factory=dict)  # by process
     query_cache: dict[str, int] | None = None  # the searcher's query-embedding cache: hits, misses
+    redis_calls_per_run: dict[str, float] = field(default_factory=dict)  # by command, most first
 
 
 async def one_run(http: httpx.AsyncClient, key: str, question: str, streamed: bool, latency: float, lv: Level) -> bool:
@@ -157,10 +158,12 @@ async def level(
     return lv
 
 
-def measured(pids: dict[str, int], work: Any, searcher_port: int | None = None) -> Level:
+def measured(pids: dict[str, int], work: Any, searcher_port: int | None = None, redis: Any = None) -> Level:
     """Run ``work`` (a coroutine giving a level's figures) and record each process's CPU per run:
-    where the time of a saturated stack goes; and the searcher's query-cache hits meanwhile."""
+    where the time of a saturated stack goes; the Redis commands a run costs (each is a
+    round trip and a system call on both sides); and the searcher's query-cache hits."""
     cache_before = _cache_counts(searcher_port)
+    calls_before = _redis_calls(redis)
     before = {name: cpu_seconds(pid) for name, pid in pids.items()}
     own = os.times()
     lv = asyncio.run(work)
@@ -171,7 +174,18 @@ def measured(pids: dict[str, int], work: Any, searcher_port: int | None = None) 
     runs = max(len(lv.walls), 1)
     lv.cpu_ms_per_run = {n: round((cpu_seconds(p) - before[n]) * 1000 / runs, 1) for n, p in pids.items()}
     lv.cpu_ms_per_run["client"] = round((after.user + after.system - own.user - own.system) * 1000 / runs, 1)
+    calls_after = _redis_calls(redis)
+    per_run = {c: (n - calls_before.get(c, 0)) / runs for c, n in calls_after.items()}
+    lv.redis_calls_per_run = {c: round(n, 1) for c, n in sorted(per_run.items(), key=lambda t: -t[1]) if n >= 0.05}
     return lv
+
+
+def _redis_calls(redis: Any) -> dict[str, int]:
+    """Calls so far by command (``INFO commandstats``); empty without a client."""
+    if redis is None:
+        return {}
+    stats = redis.info("commandstats")
+    return {name.removeprefix("cmdstat_"): int(v["calls"]) for name, v in stats.items()}
 
 
 def _cache_counts(port: int | None) -> dict[str, int] | None:
@@ -221,6 +235,7 @@ def summary(lv: Level) -> dict[str, Any]:
         "first_evidence": latency_ms(lv.first_evidence), "outcomes": dict(lv.outcomes),
         "client_loop_lag_p95_ms": round(percentile([x * 1000 for x in lv.loop_lag], 95), 1),
         "cpu_ms_per_run": lv.cpu_ms_per_run, "query_cache": lv.query_cache,
+        "redis_calls_per_run": lv.redis_calls_per_run,
     }
 
 
@@ -251,11 +266,12 @@ def main() -> None:
         with scripted_model(args.latency, work / "model") as model, demo_stack(work, model.base_url, env, tenant) as (stack, key):
             pids = {name: p.pid for name, p in stack.procs.items()} | {"model": model.pid}
             url, port = stack.gateway_url, stack.metrics_ports.get("searcher")
+            redis = stack.redis_client()
             asyncio.run(level(url, key, questions, 2, 2, args.latency))  # warm every stage up
-            baseline = measured(pids, level(url, key, questions, 1, BASELINE_RUNS, args.latency, streamed_only=True), port)
+            baseline = measured(pids, level(url, key, questions, 1, BASELINE_RUNS, args.latency, streamed_only=True), port, redis)
             for n in levels:
                 runs_each = max(2, math.ceil(args.min_runs / n))
-                results[n] = measured(pids, level(url, key, questions, n, runs_each, args.latency), port)
+                results[n] = measured(pids, level(url, key, questions, n, runs_each, args.latency), port, redis)
 
     print(f"scripted model: {args.latency:g} s per call; overhead = wall - calls x latency; R-A = with Retry-After")
     print(f"questions: {len(questions)} demo questions in turn; query cache hits = query embeddings the searcher "
@@ -271,6 +287,9 @@ def main() -> None:
     cpu = [{"clients": label, **lv.cpu_ms_per_run} for label, lv in [("1", baseline), *((str(n), results[n]) for n in levels)]]
     print("\nCPU ms per finished run, by process (2 cores: 1000 ms of CPU a second each):")
     print(format_table(cpu))
+    print("\nRedis commands per finished run (the baseline's, by command; all levels in the JSON):")
+    top = list(baseline.redis_calls_per_run.items())[:12]
+    print(f"total {sum(baseline.redis_calls_per_run.values()):.0f}: " + ", ".join(f"{c} {n:g}" for c, n in top))
     print(f"goals: {json.dumps(goals)}; no 5xx: {no_5xx}")
     emit_json({
         "bench": "load", "model_latency_s": args.latency, "model_concurrency": args.model_concurrency,

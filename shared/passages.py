@@ -72,6 +72,12 @@ def stems(text: str) -> set[str]:
     return {w[:5] for w in (t.casefold() for t in _WORD.findall(text)) if len(w) > 2 and w not in _STOP}
 
 
+@lru_cache(maxsize=8192)
+def _piece_stems(piece: str) -> frozenset[str]:
+    """:func:`stems` of a piece (at most PASSAGE_CHARS), kept: pieces repeat across calls."""
+    return frozenset(stems(piece))
+
+
 def own_text(body: str) -> str:
     """The message's own words: without the quoted parent, the signature and any
     paragraph written to steer a model (:mod:`shared.steering`)."""
@@ -99,22 +105,22 @@ class Passage:
     header: str  # date, sender, subject, place in thread
 
 
-def _pieces(text: str) -> list[str]:
-    """Windows of whole paragraphs up to PASSAGE_CHARS each."""
+def _pieces(text: str, size: int) -> list[str]:
+    """Windows of whole paragraphs up to ``size`` characters each."""
     out: list[str] = []
     current = ""
     for para in (p.strip() for p in text.split("\n")):
         if not para:
             continue
-        while len(para) > PASSAGE_CHARS:
-            cut = para.rfind(" ", 0, PASSAGE_CHARS)
-            cut = cut if cut > PASSAGE_CHARS // 2 else PASSAGE_CHARS
+        while len(para) > size:
+            cut = para.rfind(" ", 0, size)
+            cut = cut if cut > size // 2 else size
             if current:
                 out.append(current)
                 current = ""
             out.append(para[:cut])
             para = para[cut:].strip()
-        if current and len(current) + 1 + len(para) > PASSAGE_CHARS:
+        if current and len(current) + 1 + len(para) > size:
             out.append(current)
             current = para
         else:
@@ -145,7 +151,7 @@ def _date(d: datetime | None) -> str:
 def _best(question: set[str], pieces: list[tuple[str, str]], n: int) -> list[tuple[str, str]]:
     """The ``n`` pieces sharing most words with the question, in document order; the
     opening piece wins ties (it usually says what the message is about)."""
-    scored = sorted(range(len(pieces)), key=lambda i: (-len(question & stems(pieces[i][1])), i))
+    scored = sorted(range(len(pieces)), key=lambda i: (-len(question & _piece_stems(pieces[i][1])), i))
     return [pieces[i] for i in sorted(scored[:n])]
 
 
@@ -165,10 +171,29 @@ def _priority(evidence: list[EvidenceMessage], threads: dict[str, list[EvidenceM
 
 
 def _message_pieces(m: EvidenceMessage) -> list[tuple[str, str]]:
-    pieces = [("body", p) for p in _pieces(own_text(m.body))]
+    pieces = [("body", p) for p in _text_pieces(m.body, True, PASSAGE_CHARS)]
     for a in m.attachments:
-        pieces += [(f"attachment:{a.name}", p) for p in _pieces(without_steering(a.text))]
+        pieces += [(f"attachment:{a.name}", p) for p in _text_pieces(a.text, False, PASSAGE_CHARS)]
     return pieces
+
+
+# The same messages come back run after run and call after call of a run, and cutting
+# them (the steering patterns, quote and signature cuts) was a tenth of the planner's
+# CPU under load; a text past the size limit is cut afresh rather than held.
+_PIECES_CACHE_CHARS = 32_000
+
+
+def _text_pieces(text: str, body: bool, size: int) -> tuple[str, ...]:
+    if len(text) > _PIECES_CACHE_CHARS:
+        return _cut(text, body, size)
+    return _cached_cut(text, body, size)
+
+
+def _cut(text: str, body: bool, size: int) -> tuple[str, ...]:
+    return tuple(_pieces(own_text(text) if body else without_steering(text), size))
+
+
+_cached_cut = lru_cache(maxsize=2048)(_cut)
 
 
 def _by_relevance(
@@ -187,7 +212,7 @@ def _by_relevance(
     """
 
     def key(m: EvidenceMessage) -> tuple[bool, int]:
-        best = max((len(wanted & stems(text)) for _, text in pieces_of[m.message_id]), default=0)
+        best = max((len(wanted & _piece_stems(text)) for _, text in pieces_of[m.message_id]), default=0)
         return m.message_id not in first, -(best + len(wanted & stems(m.subject)))
 
     return sorted(evidence, key=key)

@@ -19,7 +19,7 @@ from services.gateway.schemas import ApiKeyRecord
 from shared.messages import Outcome, RunResult
 
 
-def _admin_api(request: Request) -> RunAdmin:
+async def _admin_api(request: Request) -> RunAdmin:
     return RunAdmin(request.app.state.runs)
 
 

@@ -40,6 +40,7 @@ def seconds_to_utc_midnight(now: datetime | None = None) -> int:
 class GatewayRepository:
     def __init__(self, redis: Redis) -> None:
         self._redis = redis
+        self._indexed: set[str] = set()  # key ids this process saw in the index
 
     async def save_key(self, key: str, record: ApiKeyRecord) -> None:
         digest = key_digest(key)
@@ -52,8 +53,11 @@ class GatewayRepository:
         if not raw:
             return None
         record = ApiKeyRecord.model_validate_json(raw)
-        # Keys made before the index existed join it the first time they are used.
-        await self._redis.hsetnx(KEY_INDEX, record.key_id, digest)
+        # Keys made before the index existed join it the first time they are used; once
+        # per process is enough (this was one Redis command on every request).
+        if record.key_id not in self._indexed:
+            await self._redis.hsetnx(KEY_INDEX, record.key_id, digest)
+            self._indexed.add(record.key_id)
         return record
 
     async def list_keys(self) -> list[ApiKeyRecord]:

@@ -119,6 +119,14 @@ def test_the_first_message_is_shown_even_when_it_alone_exceeds_the_budget():
     assert p.message_id == "m1"
 
 
+def test_pieces_follow_the_piece_size_in_force_not_one_cut_before(monkeypatch):
+    body = "\n".join(f"Paragraph {i}: the insurer accepted the Golf claim in full." for i in range(12))
+    (wide,) = P.build(QUESTION, [msg("m1", body)])
+    monkeypatch.setattr(P, "PASSAGE_CHARS", 120)
+    (narrow,) = P.build(QUESTION, [msg("m1", body)])
+    assert len(narrow.text) <= 120 < len(wide.text)
+
+
 def test_no_evidence_renders_as_such():
     assert P.build(QUESTION, []) == []
     assert P.render([], Fence.new()) == "(no evidence found)"
