@@ -29,6 +29,7 @@ from socketserver import ThreadingMixIn
 from typing import TYPE_CHECKING, Any
 from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 
+import uvloop
 from prometheus_client import make_wsgi_app
 
 from shared.settings import ServiceSettings
@@ -143,4 +144,13 @@ async def run_worker(worker: Worker, settings: ServiceSettings) -> None:
             server.server_close()
 
 
-__all__ = ["PROBE_SECONDS", "Probes", "run_worker", "start_server"]
+def serve(worker: Worker, settings: ServiceSettings) -> None:
+    """A worker process's main: :func:`run_worker` on uvloop's event loop.
+
+    Under load a stage's CPU goes mostly to the event loop and its socket writes (one
+    per Redis command); uvloop does both in C (measured with ``bench.load``, see
+    docs/design.md)."""
+    uvloop.run(run_worker(worker, settings))
+
+
+__all__ = ["PROBE_SECONDS", "Probes", "run_worker", "serve", "start_server"]

@@ -6,13 +6,12 @@ tests build it against their own Redis and model server.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 
 from services.answerer.service import Answerer
 from shared import streams
 from shared.bus import connect
-from shared.health import run_worker
+from shared.health import serve
 from shared.llm import ModelClient
 from shared.llm.health import model_check
 from shared.messages import AnswerRequested
@@ -55,7 +54,7 @@ def build_app(
 def main() -> None:
     settings = answerer_settings()
     setup_logging(settings, "answerer")
-    asyncio.run(run_worker(build_app(settings), settings))
+    serve(build_app(settings), settings)
 
 
 if __name__ == "__main__":

@@ -29,7 +29,7 @@ from services.searcher.service import ToolRunner
 from shared import streams
 from shared.bus import connect, publish
 from shared.errors import PmError, ScopeError
-from shared.health import run_worker
+from shared.health import serve
 from shared.messages import (
     EvidenceMessage,
     IngestItem,
@@ -254,7 +254,7 @@ def main() -> None:
     settings = searcher_settings()
     setup_logging(settings, "searcher")
     try:
-        asyncio.run(run_worker(build_app(settings), settings))
+        serve(build_app(settings), settings)
     except (EmbedderMismatch, EmbedderUnavailable) as exc:
         # The message says what to do; a traceback would only bury it.
         log.error("searcher cannot start: %s", exc)

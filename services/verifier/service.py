@@ -204,7 +204,14 @@ def _check(
         word_stem for word, word_stem in content
         if word in in_quotes or any(source.has_word(word, word_stem) for source in cited_sources)
     }
-    own_words = any(st in found and st not in question.words for _, st in content)
+    # A word of its own that a source states: a name that is only a cited message's
+    # sender or signature ("Priya Nair presents first", cited to Priya's mail about the
+    # review's date) adds nothing the message says.
+    own_words = any(
+        st in found and st not in question.words
+        and (w in in_quotes or any(source.states(w, st) for source in cited_sources))
+        for w, st in content
+    )
     adds = bool(figures) or own_words
     topic = _off_topic(question, content, sources, cited, own_words)
     if topic is not None:

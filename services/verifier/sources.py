@@ -22,6 +22,7 @@ from services.verifier.normalize import Normalized, find_phrase, normalize, norm
 from services.verifier.question import MONTHS
 from services.verifier.support import cached_stem
 from shared.messages import EvidenceMessage, Excerpt
+from shared.passages import own_text
 from shared.steering import blanked
 
 _WORD = re.compile(r"\w+")
@@ -111,6 +112,7 @@ class Source:
     _figure_keys: list[frozenset[figures.Key]] | None = None
     _sender: str | None = None
     _words: dict[str, bool] = field(default_factory=dict)
+    _own: Part | None = None
 
     def has_figure(self, figure: figures.Figure) -> bool:
         """Whether the message's parts, sender or date support ``figure``.
@@ -153,6 +155,17 @@ class Source:
                 word_stem, has_stem
             )
         return known
+
+    def states(self, word: str, word_stem: str) -> bool:
+        """Whether the message says ``word`` in its own words: its body without the
+        quoted parent, greeting and signature (the text passages show), an attachment
+        or the subject; not merely in a sender's name or a sign-off ("Thanks, Priya")."""
+        if self._own is None:
+            self._own = Part("own", own_text(self.message.body))
+        return any(
+            _has_whole_word(part.norm.text, word) or has_stem(part.norm.text, word_stem)
+            for part in (self._own, *self.parts[1:])
+        )
 
     def mentions(self, code: str) -> bool:
         """Whether a part or the subject names ``code`` (case-insensitively, as a word)."""

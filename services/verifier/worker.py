@@ -18,7 +18,6 @@ design, and a redelivered owner of a finished run must still complete its public
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import time
 
@@ -31,7 +30,7 @@ from services.verifier.outcome import cancellation, checked
 from services.verifier.repository import Repository
 from services.verifier.service import decide_with_verdict
 from shared.bus import connect
-from shared.health import run_worker
+from shared.health import serve
 from shared.messages import VerificationRequested
 from shared.settings import VerifierSettings, verifier_settings
 from shared.streams import DRAFTS
@@ -108,7 +107,7 @@ def build_app(
 def main() -> None:
     settings = verifier_settings()
     setup_logging(settings, "verifier")
-    asyncio.run(run_worker(build_app(settings), settings))
+    serve(build_app(settings), settings)
 
 
 if __name__ == "__main__":

@@ -236,6 +236,34 @@ def test_an_answer_that_restates_the_question_in_its_own_words_is_kept() -> None
     assert [s.text for s in verdict.kept] == ["The new forklifts will arrive in mid-June."]
 
 
+def _review_moved():
+    return message(
+        "m707070707070",
+        "Hi all,\n\nthe quarterly review has been moved to Tuesday, 14 May, in the Isar room.\n\nThanks\nPriya",
+        subject="Quarterly review moved", sender="Priya Nair <priya@acme.example>",
+    )
+
+
+def test_a_name_that_is_only_the_cited_messages_sender_adds_nothing_to_the_questions_words() -> None:
+    verdict = _verify(
+        "Who presents first at the quarterly review?",
+        ("Priya Nair presents first at the quarterly review.", "m707070707070"),
+        extra=[_review_moved()],
+    )
+    assert not verdict.kept
+    assert verdict.removed[0].reason == "unsupported_claim"
+
+
+def test_a_name_the_message_states_is_an_answer_in_other_words() -> None:
+    verdict = _verify(
+        "Who leads the quarterly review?",
+        ("Priya Nair leads the quarterly review.", "m717171717171"),
+        extra=[message("m717171717171", "Priya Nair will chair the quarterly review on 14 May.",
+                       sender="Tom Richter <tom@acme.example>")],
+    )
+    assert [s.text for s in verdict.kept] == ["Priya Nair leads the quarterly review."]
+
+
 def test_the_questions_words_count_against_a_sentence_that_adds_nothing_to_them() -> None:
     verdict = _verify(
         "Did the warehouse staff order new forklifts for the night shift?",
