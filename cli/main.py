@@ -277,8 +277,13 @@ def up(
                 "-H 'Content-Type: application/json' -d '{\"query\": \"Who is handling the Golf claim?\", \"mode\": \"agentic\"}'",
             ):
                 out.print("  " + line, highlight=False, soft_wrap=True, markup=False)
-            out.print("The embedded model takes 15-50 s a question on two CPU cores, depending on the CPU "
-                      "(one model call for most).")
+            if stack.model_speed is None:
+                out.print("The embedded model takes 15-90 s a question on two CPU cores, depending on the CPU "
+                          "(its speed could not be measured here).")
+            else:
+                out.print(f"The embedded model reads {stack.model_speed:.0f} prompt tokens a second here: about "
+                          f"{1000 / stack.model_speed:.0f} s for a question's passages; runs may take "
+                          f"{stack.run_seconds:.0f} s.")
         out.print("\nCtrl-C stops everything.")
         Supervisor(stack, report=lambda text: out.print(time.strftime("%H:%M:%S ") + text, markup=False, highlight=False)).run()
     except KeyboardInterrupt:

@@ -80,6 +80,10 @@ class Stack:
     launchers: dict[str, Callable[[], subprocess.Popen]] = field(default_factory=dict)
     # Each worker's operator port (/metrics, /healthz, /readyz), kept across restarts.
     metrics_ports: dict[str, int] = field(default_factory=dict)
+    # The local model's measured prompt tokens a second (None: not measured) and the run
+    # budget and model time limit taken from it (see start_local_model).
+    model_speed: float | None = None
+    run_seconds: float | None = None
 
     def __post_init__(self) -> None:
         self.var_dir = Path(self.var_dir).resolve()
@@ -187,18 +191,34 @@ class Stack:
         self.write_scrape_targets()
 
     def start_local_model(self) -> None:
-        from shared.llm.local_server import DEFAULT_MODEL, MODEL_ALIAS, server_command, start_local_model
+        from shared.llm.local_server import (
+            DEFAULT_MODEL,
+            MODEL_ALIAS,
+            prompt_speed,
+            run_seconds,
+            server_command,
+            start_local_model,
+        )
+        from shared.passages import SYSTEM
 
         port = free_port()
         with open(self.log_dir / "model.log", "ab") as log:
             self.procs["model"] = start_local_model(port, ROOT / DEFAULT_MODEL, log=log, ready_timeout=300)
         self.launchers["model"] = partial(self._spawn, "model", server_command(port, ROOT / DEFAULT_MODEL), dict(os.environ))
+        base_url = f"http://127.0.0.1:{port}/v1"
+        # CPUs differ fivefold in how fast they read a prompt (11-90 tokens a second
+        # measured on two cores): the model's time limit and the demo's run budget
+        # come from this machine's speed, not a guess.
+        try:
+            self.model_speed = prompt_speed(base_url, MODEL_ALIAS, SYSTEM)
+        except (httpx.HTTPError, KeyError, ValueError):
+            self.model_speed = None  # the budgets stay at their floor; `pmsearch up` says so
+        self.run_seconds = run_seconds(self.model_speed or 0)
         self.extra_env.update(
-            PM_MODEL_BASE_URL=f"http://127.0.0.1:{port}/v1",
+            PM_MODEL_BASE_URL=base_url,
             PM_MODEL_OUTPUT="json_object_schema",
             PM_AGENT_MODEL=MODEL_ALIAS,
-            # A call with fenced mail takes 10-30 s on two CPU cores.
-            PM_MODEL_TIMEOUT_SECONDS="90",
+            PM_MODEL_TIMEOUT_SECONDS=str(self.run_seconds),
         )
 
     def start(self) -> Stack:

@@ -94,6 +94,46 @@ def wait_until_ready(base_url: str, proc: subprocess.Popen[bytes] | None, timeou
     raise LocalModelError(f"model server not ready after {timeout:.0f}s")
 
 
+# What an agentic run costs the model at the 95th percentile, measured with `pmsearch
+# eval` on the full set (docs/evaluation.md): about 2,000 prompt tokens sent, of which
+# llama.cpp evaluates about two thirds (the fixed system prompt is cached), and about
+# 115 generated tokens, which cost about three prompt tokens' time each on a CPU.
+RUN_PROMPT_TOKENS_P95 = 1_400
+RUN_COMPLETION_TOKENS_P95 = 115
+GENERATED_TOKEN_COST = 3.0
+MIN_RUN_SECONDS = 90.0
+
+
+def run_seconds(prompt_tokens_per_second: float, margin: float = 1.25) -> float:
+    """A run budget for a model that reads ``prompt_tokens_per_second``: a 95th-percentile
+    run with ``margin`` to spare, never under :data:`MIN_RUN_SECONDS`."""
+    if prompt_tokens_per_second <= 0:
+        return MIN_RUN_SECONDS
+    tokens = RUN_PROMPT_TOKENS_P95 + GENERATED_TOKEN_COST * RUN_COMPLETION_TOKENS_P95
+    return max(MIN_RUN_SECONDS, round(margin * tokens / prompt_tokens_per_second))
+
+
+def prompt_speed(base_url: str, model: str, system: str, timeout: float = 600.0) -> float:
+    """Prompt tokens a second, from one call that reads ``system`` and writes one token.
+
+    Sent with the stages' fixed system prompt, it also leaves that prompt in the
+    server's cache, so the first question does not pay for it."""
+    started = time.monotonic()
+    resp = httpx.post(
+        f"{base_url}/chat/completions",
+        json={
+            "model": model,
+            "messages": [{"role": "system", "content": system}, {"role": "user", "content": "Reply with OK."}],
+            "max_tokens": 1,
+            "temperature": 0,
+        },
+        timeout=timeout,
+    )
+    resp.raise_for_status()
+    tokens = resp.json()["usage"]["prompt_tokens"]
+    return tokens / max(time.monotonic() - started, 1e-3)
+
+
 def stop_local_model(proc: subprocess.Popen[bytes], grace: float = 10.0) -> None:
     """SIGTERM its process group, then SIGKILL if it lingers."""
     if proc.poll() is not None:
