@@ -24,8 +24,8 @@ A sentence (after this service's own split) is kept only when
    sentence restates are its subject, not its claim, and are left out of the count
    when the sentence adds something its sources hold (a figure, or a word of its own
    that a source states, not only as its sender's name or sign-off), denies nothing and
-   does not answer a yes/no question ("the new forklifts will arrive in mid-June" for a message saying "delivery expected in
-   mid-June"); otherwise they count like any;
+   does not answer a yes/no question ("the new forklifts will arrive in mid-June" for a
+   message saying "delivery expected in mid-June"); otherwise they count like any;
 8. what the question pins down is named by its sources (else ``off_question``,
    offending: what is missing; see :mod:`.question`): a code (an invoice, claim or
    order number) by a cited message, a proper name or a month by a cited message or
