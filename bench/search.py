@@ -244,6 +244,8 @@ def measure_searcher(
         for i in range(0, len(chunks), 1000):  # ingest hands over about this many at a time
             index.upsert(chunks[i : i + 1000])
         upsert_s = time.perf_counter() - start
+        if hasattr(index, "wait_counted"):
+            index.wait_counted()  # queries weigh terms by the kept counts from here on
         optimize_s = None
         if optimize and hasattr(index, "optimize"):
             start = time.perf_counter()

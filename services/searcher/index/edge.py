@@ -22,6 +22,7 @@ import numpy as np
 import qdrant_edge as qe
 
 from services.searcher.index import bm25, layout
+from services.searcher.index.idf import ScopedIdf, group_of
 from services.searcher.index.base import (
     Chunk,
     ChunkPayload,
@@ -31,6 +32,10 @@ from services.searcher.index.base import (
 )
 
 log = logging.getLogger(__name__)
+
+# What a point's IDF group is read from, and a corpus no point is in (see idf.py).
+_GROUP_FIELDS = [layout.TENANT_FIELD, "mailboxes", "quarantined"]
+_NO_CORPUS = qe.SearchParams(idf=qe.IdfParams(corpus=qe.Filter(must=[qe.HasIdCondition({layout.NO_POINT_ID})])))
 
 _SCHEMA = {
     layout.TENANT_FIELD: lambda: qe.KeywordIndexParams(is_tenant=True),
@@ -91,6 +96,32 @@ class EdgeIndex:
         self._optimize_after = optimize_after
         self._pending = 0
         self._optimized_size = self._shard.info().points_count
+        # Until the counts are read (seconds at 100k points), Edge computes each query's
+        # IDF itself; writes wait for the count, so it never misses one.
+        self._idf: ScopedIdf | None = None
+        self._counted = threading.Event()
+        threading.Thread(target=self._count_terms, name="edge-idf", daemon=True).start()
+
+    def wait_counted(self, timeout: float | None = None) -> bool:
+        """Block until queries use the kept term counts; False if ``timeout`` passed."""
+        return self._counted.wait(timeout)
+
+    def _count_terms(self) -> None:
+        with self._write:
+            if self._shard is None:
+                return
+            stats = ScopedIdf()
+            offset = None
+            while True:
+                page, offset = self._shard.scroll(
+                    qe.ScrollRequest(offset=offset, limit=2048, with_payload=_GROUP_FIELDS, with_vector=[layout.SPARSE])
+                )
+                for record in page:
+                    stats.count(group_of(record.payload), _terms(record))
+                if offset is None or not page:
+                    break
+            self._idf = stats
+            self._counted.set()
 
     def _upgrade_schema(self, indexed: set[str]) -> None:
         """Bring a shard written by older code to :data:`layout.SCHEMA_VERSION` (payloads
@@ -150,10 +181,22 @@ class EdgeIndex:
     # -- writes ----------------------------------------------------------------------
 
     def upsert(self, chunks: Sequence[Chunk]) -> None:
-        points = [self._point(c) for c in chunks]
+        points, counted = [], []
+        for chunk in chunks:
+            indices, values = bm25.document_vector(chunk.payload.text)
+            payload = layout.payload_of(chunk)
+            points.append(self._point(chunk, payload, indices, values))
+            counted.append((chunk.point_id, group_of(payload), indices))
         with self._write:
             for i in range(0, len(points), layout.UPSERT_BATCH):
+                # A point written twice in one batch counts once, as the last write.
+                latest = {pid: (group, indices) for pid, group, indices in counted[i : i + layout.UPSERT_BATCH]}
+                replaced = self._stored(list(latest)) if self._idf is not None else []
                 self.shard.update(qe.UpdateOperation.upsert_points(points[i : i + layout.UPSERT_BATCH]))
+                if self._idf is not None:
+                    self._recount(replaced, -1)
+                    for group, indices in latest.values():
+                        self._idf.count(group, indices)
             self._pending += len(points)
             due = max(self._optimize_after, self._optimized_size // 2)
             if self._optimize_after and self._pending >= due:
@@ -182,12 +225,11 @@ class EdgeIndex:
                 self._shard.close()
                 self._shard = None
 
-    def _point(self, chunk: Chunk) -> qe.Point:
+    def _point(self, chunk: Chunk, payload: dict[str, Any], indices: list[int], values: list[float]) -> qe.Point:
         if len(chunk.dense) != self.dim:
             raise ValueError(f"dense vector has {len(chunk.dense)} dimensions, index has {self.dim}")
-        indices, values = bm25.document_vector(chunk.payload.text)
         vector = {layout.DENSE: list(chunk.dense), layout.SPARSE: qe.SparseVector(indices, values)}
-        return qe.Point(chunk.point_id, vector, layout.payload_of(chunk))
+        return qe.Point(chunk.point_id, vector, payload)
 
     # -- reads -----------------------------------------------------------------------
 
@@ -207,7 +249,12 @@ class EdgeIndex:
         sparse = bm25.query_vector(text) if mode != "semantic" else ([], [])
         if mode != "keyword" and dense is None:
             raise ValueError(f"{mode} query needs a dense vector")
-        idf = qe.SearchParams(idf=qe.IdfParams(corpus=_filter(layout.idf_corpus(flt))))
+        idf = _NO_CORPUS
+        if (counts := self._idf) is not None:
+            weights = counts.weights(flt.tenant_id, flt.mailboxes, sparse[0])
+            sparse = (sparse[0], [v * w for v, w in zip(sparse[1], weights, strict=True)])
+        else:
+            idf = qe.SearchParams(idf=qe.IdfParams(corpus=_filter(layout.idf_corpus(flt))))
         sparse_query = qe.Query.Nearest(qe.SparseVector(*sparse), using=layout.SPARSE)
         if mode == "keyword":
             if not sparse[0]:
@@ -260,7 +307,25 @@ class EdgeIndex:
     def set_message_fields(self, tenant_id: str, message_id: str, fields: Mapping[str, Any]) -> None:
         where = _filter(layout.message_conditions(tenant_id, message_id))
         with self._write:
+            before = self._message_records(where) if self._idf is not None else []
             self.shard.update(qe.UpdateOperation.set_payload_by_filter(where, dict(fields)))
+            if self._idf is not None:
+                self._recount(before, -1)
+                self._recount(self._message_records(where), 1)
+
+    def _stored(self, ids: list[Any]) -> list[qe.Record]:
+        return self.shard.retrieve(ids, _GROUP_FIELDS, [layout.SPARSE])
+
+    def _message_records(self, where: qe.Filter) -> list[qe.Record]:
+        page, _ = self.shard.scroll(
+            qe.ScrollRequest(limit=5000, filter=where, with_payload=_GROUP_FIELDS, with_vector=[layout.SPARSE])
+        )
+        return page
+
+    def _recount(self, records: Sequence[qe.Record], sign: int) -> None:
+        assert self._idf is not None
+        for record in records:
+            self._idf.count(group_of(record.payload), _terms(record), sign)
 
     def _dense_request(self, where: qe.Filter, dense: Sequence[float] | None, limit: int) -> qe.QueryRequest:
         if dense is None:
@@ -288,6 +353,11 @@ class EdgeIndex:
             if offset is None or not page:
                 break
         return out
+
+
+def _terms(record: qe.Record) -> list[int]:
+    vector = (record.vector or {}).get(layout.SPARSE)
+    return list(vector.indices) if vector is not None else []
 
 
 def _nearest(dense: Sequence[float]) -> qe.Query:

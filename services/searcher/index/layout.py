@@ -47,6 +47,8 @@ SCHEMA_VERSION = 2
 SCHEMA_FIELD = "pmsearch_schema"
 SCHEMA_POINT_ID = str(uuid.uuid5(POINT_NAMESPACE, "pmsearch schema version"))
 LEGACY_FIELDS = ("mailbox", "folder")
+# An id no point is ever written under: a filter on it matches nothing (see idf.py).
+NO_POINT_ID = str(uuid.uuid5(POINT_NAMESPACE, "pmsearch no point"))
 # Which embedder wrote the dense vectors ("<backend>:<model>"), on the same marker point:
 # a query vector from another model lands somewhere meaningless, so semantic search
 # would answer wrongly instead of failing.
