@@ -4,7 +4,9 @@ Decision: both adapters encode with Qdrant Edge's built-in ``Bm25`` (``qdrant-ed
 an in-process library that needs no download, on the document side and the query side;
 the collection's IDF modifier supplies the inverse document frequencies at query time,
 counted over the caller's scope only (:func:`~services.searcher.index.layout.idf_corpus`):
-statistics over the tenant would let a score reveal mail outside the scope.
+statistics over the tenant would let a score reveal mail outside the scope. (The Edge
+adapter passes the same scoped IDF in the query's weights, from counts it keeps:
+:mod:`services.searcher.index.idf`.)
 qdrant-client cannot produce these vectors by itself: its BM25 is either fastembed
 (downloads a model, unavailable here) or server-side inference (``Document(model=
 "qdrant/bm25")``), which its local mode does not run and whose token ids nothing

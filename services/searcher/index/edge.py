@@ -9,6 +9,10 @@ beyond). So upserts optimise by themselves once enough points have arrived since
 time, with a threshold that grows with the shard to keep the total work linear.
 qdrant-edge-py 0.9 holds the GIL while optimising: the whole process pauses (about 6 s per
 20k points on two cores) and searches wait, so ingest is where it happens.
+
+Keyword queries weigh terms by BM25 term counts over the caller's scope that this
+adapter keeps itself (:mod:`services.searcher.index.idf`): Edge's own scoped IDF
+evaluates the scope filter on every query.
 """
 
 from __future__ import annotations
