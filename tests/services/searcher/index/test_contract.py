@@ -271,3 +271,15 @@ def test_message_copies_sees_quarantined_points_of_any_mailbox(index):
     assert copy.message_id == "mq" and copy.quarantined and copy.mailboxes == []
     assert index.message_copies("globex", "q@x") == []
     assert index.message_copies("acme", "other@x") == []
+
+
+def test_edge_caps_segment_size_by_default(tmp_path, monkeypatch):
+    # Uncapped segments made one optimisation of a 100k import pause the process 67 s
+    # (bench: docs/scale.md); the pause itself is measured there, the wiring here.
+    import services.searcher.index.edge as edge_module
+
+    configs = []
+    real = qe.EdgeConfig
+    monkeypatch.setattr(edge_module.qe, "EdgeConfig", lambda **kw: configs.append(kw) or real(**kw))
+    EdgeIndex(tmp_path / "edge", DIM).close()
+    assert configs[0]["optimizers"].max_segment_size == edge_module.MAX_SEGMENT_KB
