@@ -59,7 +59,7 @@ def ingest(
     settings = cli_settings()
     totals = ingest_path(Admin(settings, url), path, tenant, mailbox, folder, full=full)
     out.print(f"indexed {totals['indexed']}, already present {totals['duplicate']}, "
-              f"unchanged since the last import {totals['unchanged']}, skipped {totals['errors']}")
+              f"unchanged since the last import {totals['unchanged']}, skipped {totals['errors']}", soft_wrap=True)
     if totals["errors"]:
         raise typer.Exit(1)
 

@@ -130,3 +130,21 @@ def test_tenants_set_prints_the_tenant_s_new_settings(demo_stack):
     run = pmsearch(demo_stack, "tenants", "set", "cli-tenant", "--daily-cap", "7")
     assert run.returncode == 0, run.stderr
     assert '"search.agentic_daily_cap": 7' in run.stdout
+
+
+def test_ingest_summary_stays_on_one_line_however_narrow_the_terminal(monkeypatch):
+    # Scripts (bench.ingest among them) read the last line; five-digit counts once
+    # wrapped it at 80 columns.
+    from typer.testing import CliRunner
+
+    import cli.ingest
+    from cli.main import app
+
+    totals = {"indexed": 34350, "duplicate": 12150, "unchanged": 103175, "errors": 0}
+    monkeypatch.setattr(cli.ingest, "ingest_path", lambda *a, **k: totals)
+    monkeypatch.setenv("COLUMNS", "40")
+    result = CliRunner().invoke(app, ["ingest", "/nonexistent", "-t", "acme", "-m", "alice"])
+    assert result.exit_code == 0, result.output
+    assert result.output.strip().splitlines()[-1] == (
+        "indexed 34350, already present 12150, unchanged since the last import 103175, skipped 0"
+    )
