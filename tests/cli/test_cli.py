@@ -138,12 +138,13 @@ def test_ingest_summary_stays_on_one_line_however_narrow_the_terminal(monkeypatc
     from typer.testing import CliRunner
 
     import cli.ingest
-    from cli.main import app
+    import cli.main
 
     totals = {"indexed": 34350, "duplicate": 12150, "unchanged": 103175, "errors": 0}
     monkeypatch.setattr(cli.ingest, "ingest_path", lambda *a, **k: totals)
+    monkeypatch.setattr(cli.main, "Admin", lambda *a, **k: None)  # no stack, no admin token needed
     monkeypatch.setenv("COLUMNS", "40")
-    result = CliRunner().invoke(app, ["ingest", "/nonexistent", "-t", "acme", "-m", "alice"])
+    result = CliRunner().invoke(cli.main.app, ["ingest", "/nonexistent", "-t", "acme", "-m", "alice"])
     assert result.exit_code == 0, result.output
     assert result.output.strip().splitlines()[-1] == (
         "indexed 34350, already present 12150, unchanged since the last import 103175, skipped 0"
