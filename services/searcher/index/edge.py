@@ -31,7 +31,6 @@ import numpy as np
 import qdrant_edge as qe
 
 from services.searcher.index import bm25, layout
-from services.searcher.index.idf import ScopedIdf, group_of
 from services.searcher.index.base import (
     Chunk,
     ChunkPayload,
@@ -39,6 +38,7 @@ from services.searcher.index.base import (
     IndexMode,
     ScoredChunk,
 )
+from services.searcher.index.idf import ScopedIdf, group_of
 
 log = logging.getLogger(__name__)
 
