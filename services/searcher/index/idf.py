@@ -47,7 +47,7 @@ def group_of(payload: Mapping[str, Any] | None) -> Group | None:
     return tenant, frozenset(mailboxes)
 
 
-class _Group:
+class _Counts:
     __slots__ = ("points", "terms")
 
     def __init__(self) -> None:
@@ -60,7 +60,7 @@ class ScopedIdf:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._tenants: dict[str, dict[frozenset[str], _Group]] = {}
+        self._tenants: dict[str, dict[frozenset[str], _Counts]] = {}
 
     def count(self, group: Group | None, terms: Iterable[int], sign: int = 1) -> None:
         """Add (``sign`` 1) or take away (-1) one point of ``group`` holding ``terms``."""
@@ -69,7 +69,7 @@ class ScopedIdf:
         tenant, mailboxes = group
         with self._lock:
             groups = self._tenants.setdefault(tenant, {})
-            g = groups.get(mailboxes) or groups.setdefault(mailboxes, _Group())
+            g = groups.get(mailboxes) or groups.setdefault(mailboxes, _Counts())
             g.points += sign
             for t in set(terms):
                 g.terms[t] += sign
