@@ -40,10 +40,6 @@ WORKERS = {
 }
 
 
-# sockaddr_un's sun_path on Linux: 108 bytes with the closing NUL.
-UNIX_PATH_MAX = 108
-
-
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -104,20 +100,6 @@ class Stack:
         return f"redis://127.0.0.1:{self.redis_port}/0"
 
     @property
-    def redis_socket(self) -> Path | None:
-        """Redis's Unix socket, which the stages use; None where the path is too long for one."""
-        path = self.var_dir / "redis" / "redis.sock"
-        return path if len(os.fsencode(path)) < UNIX_PATH_MAX else None
-
-    @property
-    def stage_redis_url(self) -> str:
-        # Measured with bench.load: on loopback TCP a command's round trip cost the
-        # stages about 40 % more CPU a run than on a Unix socket (each send runs the
-        # TCP stack and wakes Redis), and at 50 clients the stack is CPU-bound.
-        # The TCP port stays, for operator tools.
-        return f"unix://{self.redis_socket}?db=0" if self.redis_socket else self.redis_url
-
-    @property
     def gateway_url(self) -> str:
         return f"http://127.0.0.1:{self.gateway_port}"
 
@@ -128,7 +110,7 @@ class Stack:
         """The environment of one service: its own Redis user and only its secrets."""
         env = {k: v for k, v in os.environ.items() if not k.startswith("PM_") or k in LOG_SETTINGS + RUN_SETTINGS}
         env.update(
-            PM_REDIS_URL=self.stage_redis_url,
+            PM_REDIS_URL=self.redis_url,
             PM_REDIS_USERNAME=user,
             PM_REDIS_PASSWORD=self.secrets.passwords[user],
             PYTHONUNBUFFERED="1",
@@ -173,9 +155,6 @@ class Stack:
             # Full means refused writes, never evicted queue entries or run records.
             "--maxmemory", self.redis_maxmemory, "--maxmemory-policy", "noeviction",
         ]
-        if self.redis_socket:
-            # Only this user may connect through it, as well as by password.
-            argv += ["--unixsocket", str(self.redis_socket), "--unixsocketperm", "700"]
         self._spawn("redis", argv, dict(os.environ))
         self._wait(lambda: self.redis_client().ping(), "redis", 20)
 

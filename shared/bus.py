@@ -54,14 +54,12 @@ def _keepalive_options() -> dict[int, int]:
 
 def redis_kwargs(settings: ServiceSettings, *, longest_block_seconds: float = WORKER_BLOCK_SECONDS) -> dict[str, Any]:
     """Connection arguments for this service's own Redis user: its credentials, TCP
-    keepalive (not on a ``unix://`` socket, which has none and whose peer cannot vanish
-    unseen), and a socket timeout above ``longest_block_seconds``, the longest blocking
-    read (``BLPOP``, ``XREAD BLOCK``) the client sends, which must not be cut short. The
-    one place every Redis client of pmsearch gets these from."""
-    kwargs: dict[str, Any] = {}
-    if not settings.redis_url.startswith("unix:"):
-        kwargs |= {"socket_keepalive": True, "socket_keepalive_options": _keepalive_options()}
-    kwargs |= {
+    keepalive, and a socket timeout above ``longest_block_seconds``, the longest
+    blocking read (``BLPOP``, ``XREAD BLOCK``) the client sends, which must not be cut
+    short. The one place every Redis client of pmsearch gets these from."""
+    kwargs: dict[str, Any] = {
+        "socket_keepalive": True,
+        "socket_keepalive_options": _keepalive_options(),
         "socket_connect_timeout": CONNECT_TIMEOUT_SECONDS,
         "socket_timeout": longest_block_seconds + SOCKET_MARGIN_SECONDS,
         "health_check_interval": HEALTH_CHECK_SECONDS,

@@ -94,10 +94,6 @@ class ContainerStack(Stack):
     container: DockerContainer | None = None
 
     @property
-    def redis_socket(self) -> None:
-        return None  # the stages reach the container over TCP, as compose's do
-
-    @property
     def redis_url(self) -> str:
         if self.container is None:
             return super().redis_url
