@@ -1,6 +1,6 @@
 """The planner's view of a run's keys (through :class:`~shared.runstore.RunStore`): its
-working state per run (under a short lock, since observations and the first plan for
-one run can arrive at once), the snapshot other stages read, progress and evidence."""
+working state per run (held under a short lock, since observations and the first plan
+for one run can arrive at once), the snapshot other stages read, progress and evidence."""
 
 from __future__ import annotations
 
@@ -14,6 +14,23 @@ from services.planner.schemas import RunState
 from shared.bus import publish
 from shared.messages import EvidenceMessage, ProgressEvent, RunSnapshot
 from shared.runstore import LOCK_MS, RunStore
+from shared.runstore.store import HeldState
+
+
+class Held:
+    """A run's state held under its lock (:meth:`PlannerRepository.holding`)."""
+
+    def __init__(self, held: HeldState[RunState]) -> None:
+        self._held = held
+
+    @property
+    def state(self) -> RunState:
+        assert self._held.state is not None  # holding() refuses a run without one
+        return self._held.state
+
+    def save(self, state: RunState) -> None:
+        snapshot = RunSnapshot(trace=state.trace, usage=state.usage, hits=state.hits)
+        self._held.save(state, snapshot, state.run.deadline)
 
 
 class PlannerRepository:
@@ -31,14 +48,14 @@ class PlannerRepository:
             raise RunStateMissing(f"no planner state for run {run_id}")
         return state
 
-    async def save(self, state: RunState) -> None:
-        snapshot = RunSnapshot(trace=state.trace, usage=state.usage, hits=state.hits)
-        await self.store.save_state(state.run.run_id, state, snapshot, state.run.deadline)
-
     @asynccontextmanager
-    async def locked(self, run_id: str) -> AsyncIterator[None]:
-        async with self.store.locked(run_id, LOCK_MS):
-            yield
+    async def holding(self, run_id: str) -> AsyncIterator[Held]:
+        """The run's state under its lock; what ``held.save`` is given is written, with
+        the snapshot other stages read, as the lock is released."""
+        async with self.store.held_state(run_id, RunState, LOCK_MS) as held:
+            if held.state is None:
+                raise RunStateMissing(f"no planner state for run {run_id}")
+            yield Held(held)
 
     async def finished(self, run_id: str) -> bool:
         return await self.store.finished(run_id)

@@ -96,21 +96,21 @@ class Planner:
         # Effect, then mark: a crash in between sends the search once more, and the
         # second observation of step 0 is dropped as a duplicate.
         await self._send_tools(state, 0, [call], kind="first_search")
-        async with self.repo.locked(req.run_id):
-            state = await self.repo.load(req.run_id)
+        async with self.repo.holding(req.run_id) as held:
+            state = held.state
             state.sent.append(FIRST_SEARCH_SENT)
-            await self.repo.save(state)
+            held.save(state)
 
     async def observe(self, batch: ToolBatchCompleted) -> None:
         """Record a step's tool outcomes, then move the run on. A step recorded already
         (a redelivery, or a duplicate) still moves the run on: what followed the
         recording may not have happened."""
-        async with self.repo.locked(batch.run_id):
-            state = await self.repo.load(batch.run_id)
+        async with self.repo.holding(batch.run_id) as held:
+            state = held.state
             if batch.step in state.awaiting:
                 state.awaiting.remove(batch.step)
                 self._record(state, batch)
-                await self.repo.save(state)
+                held.save(state)
         await self.advance(batch.run_id)
 
     async def advance(self, run_id: str) -> None:
@@ -118,10 +118,10 @@ class Planner:
         before it saves its mark, and a model call left unfinished (its worker died) is
         made again under a new turn, the older turn's reply being dropped."""
         while True:
-            async with self.repo.locked(run_id):
-                state = await self.repo.load(run_id)
+            async with self.repo.holding(run_id) as held:
+                state = held.state
                 phase = await self._next(state)
-                await self.repo.save(state)
+                held.save(state)
             if phase is None:
                 return
             if not await (self._decide(state) if phase == "judging" else self._plan(state)):
@@ -131,10 +131,10 @@ class Planner:
         evidence = await self.repo.evidence(state.run.run_id, state.focus)
         return evidence, P.build(state.run.question, evidence, first=state.found_later)
 
-    async def _held(self, run_id: str, turn: int, phase: str) -> RunState | None:
-        """The run's state if this turn still holds ``phase``; None when a later turn
-        took the call over or the run moved on (e.g. its deadline ended it)."""
-        state = await self.repo.load(run_id)
+    @staticmethod
+    def _still(state: RunState, turn: int, phase: str) -> RunState | None:
+        """``state`` if this turn still holds ``phase``; None when a later turn took the
+        call over or the run moved on (e.g. its deadline ended it)."""
         return state if state.decision == phase and state.turn == turn else None
 
     async def _decide(self, state: RunState) -> bool:
@@ -143,22 +143,22 @@ class Planner:
         _, shown = await self._shown(state)
         if not shown:
             # Nothing in scope matches: no model call can answer from nothing.
-            async with self.repo.locked(run.run_id):
-                if (held := await self._held(run.run_id, turn, "judging")) is None:
+            async with self.repo.holding(run.run_id) as held:
+                if (now := self._still(held.state, turn, "judging")) is None:
                     return False
-                held.decision, held.reason = "give_up", "nothing in the caller's mail matches the question"
-                await self.repo.save(held)
+                now.decision, now.reason = "give_up", "nothing in the caller's mail matches the question"
+                held.save(now)
             return True
         messages = attempt_messages(run.question, shown, state.notes, Fence.new())
         schema = P.answer_model([p.ref for p in shown], "PlannerAnswer")
         reply = await call_model(self.model, "decide", messages, schema, name="planner_answer", deadline=run.deadline)
         reply = await self._complete(run, messages, schema, reply)
-        async with self.repo.locked(run.run_id):
-            if (held := await self._held(run.run_id, turn, "judging")) is None:
+        async with self.repo.holding(run.run_id) as held:
+            if (now := self._still(held.state, turn, "judging")) is None:
                 return False
-            if await self._attempted(held, reply, shown):
-                held.decision = "planning"
-            await self.repo.save(held)
+            if await self._attempted(now, reply, shown):
+                now.decision = "planning"
+            held.save(now)
         return True
 
     async def _complete(
@@ -206,11 +206,11 @@ class Planner:
             self.model, "search", search_messages(run.question, shown, state.notes, Fence.new(), rounds_left),
             search_model(calls), name="planner_search", deadline=run.deadline,
         )
-        async with self.repo.locked(run.run_id):
-            if (held := await self._held(run.run_id, turn, "planning")) is None:
+        async with self.repo.holding(run.run_id) as held:
+            if (now := self._still(held.state, turn, "planning")) is None:
                 return False
-            await self._searched(held, reply, shown)
-            await self.repo.save(held)
+            await self._searched(now, reply, shown)
+            held.save(now)
         return True
 
     # ------------------------------------------------------------ transitions

@@ -8,7 +8,7 @@ gateway    :meth:`admit`, :meth:`meta`, :meth:`mark_cancelled`, :meth:`result`,
            :meth:`finished`, :meth:`read_progress`, the watchdog's :meth:`overdue`,
            :meth:`claim_overdue`, :meth:`unwatch`, and the index (:meth:`index_page`,
            :meth:`metas`, :meth:`results`)
-planner    :meth:`create_state`, :meth:`state`, :meth:`save_state`, :meth:`locked`,
+planner    :meth:`create_state`, :meth:`state`, :meth:`held_state`,
            :meth:`add_progress`, :meth:`evidence_list`, :meth:`finished`
 searcher   :meth:`add_evidence`, :meth:`finished`
 answerer   :meth:`evidence_list`, :meth:`finished`
@@ -27,7 +27,8 @@ import secrets
 import time
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
-from typing import TypeVar
+from dataclasses import dataclass
+from typing import Generic, TypeVar
 
 from pydantic import BaseModel
 from redis.asyncio import Redis
@@ -54,6 +55,18 @@ LOCK_MS = 5_000
 SAFE_RELEASE_SHARE = 0.5
 INDEX_ALL = "pm:index:runs"  # every tenant's runs, by start time
 PUBLISHED = b"|published"  # the owner key's value once a result is announced
+
+
+@dataclass
+class HeldState(Generic[M]):
+    """A run's planner state held under its lock (:meth:`RunStore.held_state`); None
+    when the run has none. ``save`` records what to write when the lock is released."""
+
+    state: M | None
+    written: tuple[M, RunSnapshot, float] | None = None
+
+    def save(self, state: M, snapshot: RunSnapshot, deadline: float) -> None:
+        self.state, self.written = state, (state, snapshot, deadline)
 
 
 def index_key(tenant_id: str) -> str:
@@ -166,33 +179,45 @@ class RunStore:
         raw = await self.redis.get(streams.state_key(run_id))
         return None if raw is None else model.model_validate_json(raw)
 
-    async def save_state(self, run_id: str, state: BaseModel, snapshot: RunSnapshot, deadline: float) -> None:
-        """The planner's state and the snapshot other stages read (trace, usage, hits)."""
-        ttl = work_ttl(deadline)
-        async with self.redis.pipeline(transaction=False) as pipe:
-            pipe.set(streams.state_key(run_id), state.model_dump_json(), ex=ttl)
-            pipe.set(streams.snapshot_key(run_id), snapshot.model_dump_json(), ex=ttl)
-            await pipe.execute()
-
     @asynccontextmanager
-    async def locked(self, run_id: str, lease_ms: int = LOCK_MS) -> AsyncIterator[None]:
-        """The run's planner lock: observations and the first plan of a run can arrive at once."""
+    async def held_state(self, run_id: str, model: type[M], lease_ms: int = LOCK_MS) -> AsyncIterator[HeldState[M]]:
+        """The run's planner state, read under the run's lock (observations and the first
+        plan of a run can arrive at once). What ``held.save`` is given is written as the
+        lock is released: taking the lock with the read, and the write with the release,
+        makes two round trips of what were four (a planner holds the lock about five
+        times a run)."""
         key, token = streams.lock_key(run_id), secrets.token_hex(8)
         while True:
             # Taken before the SET is sent, so this clock runs ahead of Redis's lease.
             since = time.monotonic()
-            if await self.redis.set(key, token, nx=True, px=lease_ms):
+            async with self.redis.pipeline(transaction=False) as pipe:
+                # Whoever holds the lock is the only writer of the state, so the GET
+                # after a SET NX that took it reads a state nobody changes meanwhile.
+                pipe.set(key, token, nx=True, px=lease_ms)
+                pipe.get(streams.state_key(run_id))
+                taken, raw = await pipe.execute()
+            if taken:
                 break
             await asyncio.sleep(0.01)
+        held: HeldState[M] = HeldState(None)
         try:
-            yield
+            held.state = None if raw is None else model.model_validate_json(raw)
+            yield held
         finally:
-            if (time.monotonic() - since) * 1000 < lease_ms * SAFE_RELEASE_SHARE:
-                # Well inside the lease nobody else can hold the lock: one DEL instead
-                # of the five commands of a checked release (a planner takes the lock
-                # about five times a run).
-                await self.redis.delete(key)
-            else:
+            # Well inside the lease nobody else can hold the lock: one DEL instead of
+            # the five commands of a checked release.
+            safe = (time.monotonic() - since) * 1000 < lease_ms * SAFE_RELEASE_SHARE
+            async with self.redis.pipeline(transaction=False) as pipe:
+                if held.written is not None:
+                    state, snapshot, deadline = held.written
+                    ttl = work_ttl(deadline)
+                    pipe.set(streams.state_key(run_id), state.model_dump_json(), ex=ttl)
+                    pipe.set(streams.snapshot_key(run_id), snapshot.model_dump_json(), ex=ttl)
+                if safe:
+                    pipe.delete(key)
+                if len(pipe):
+                    await pipe.execute()
+            if not safe:
                 await self._release(key, token)
 
     async def _release(self, key: str, token: str) -> None:

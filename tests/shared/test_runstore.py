@@ -89,7 +89,8 @@ async def test_working_keys_live_until_the_deadline_plus_the_margin(redis) -> No
     store, run = RunStore(redis), run_id()
     deadline = time.time() + 30
     await store.add_evidence(run, 1, {"m1": message("m1")}, deadline)
-    await store.save_state(run, meta(run), RunSnapshot(), deadline)
+    async with store.held_state(run, RunMeta) as held:
+        held.save(meta(run), RunSnapshot(), deadline)
     await store.add_progress(run, ProgressEvent(event="step", payload={"step": 1}), deadline)
     keys = (streams.evidence_key(run), streams.progress_key(run), streams.state_key(run), streams.snapshot_key(run))
     for key in keys:
@@ -133,7 +134,7 @@ async def test_the_lock_holds_off_a_second_holder_until_released(redis) -> None:
     order: list[str] = []
 
     async def hold(name: str, seconds: float) -> None:
-        async with store.locked(run):
+        async with store.held_state(run, RunMeta):
             order.append(f"{name} in")
             await asyncio.sleep(seconds)
             order.append(f"{name} out")
@@ -146,9 +147,36 @@ async def test_the_lock_holds_off_a_second_holder_until_released(redis) -> None:
     assert not await redis.exists(streams.lock_key(run))
 
 
+async def test_a_held_state_is_read_with_the_lock_and_saved_with_its_release(redis) -> None:
+    store, run, deadline = RunStore(redis), run_id(), time.time() + 30
+    record = meta(run)
+    assert await store.create_state(run, record, deadline)
+    changed = record.model_copy(update={"question": "changed"})
+    async with store.held_state(run, RunMeta) as held:
+        assert held.state == record
+        held.save(changed, RunSnapshot(usage=Usage(steps=2)), deadline)
+        assert await store.state(run, RunMeta) == record  # written at the release, not before
+    assert await store.state(run, RunMeta) == changed
+    assert (await store.snapshot(run)).usage.steps == 2
+    assert not await redis.exists(streams.lock_key(run))
+
+
+async def test_a_second_holder_reads_what_the_first_saved(redis) -> None:
+    store, run, deadline = RunStore(redis), run_id(), time.time() + 30
+    assert await store.create_state(run, meta(run), deadline)
+
+    async def bump(word: str) -> None:
+        async with store.held_state(run, RunMeta) as held:
+            await asyncio.sleep(0.05)
+            held.save(held.state.model_copy(update={"question": held.state.question + word}), RunSnapshot(), deadline)
+
+    await asyncio.gather(bump(" a"), bump(" b"))
+    assert (await store.state(run, RunMeta)).question.endswith((" a b", " b a"))
+
+
 async def test_the_lock_release_leaves_a_lock_taken_over_after_expiry(redis) -> None:
     store, run = RunStore(redis), run_id()
-    async with store.locked(run, lease_ms=50):
+    async with store.held_state(run, RunMeta, lease_ms=50):
         await asyncio.sleep(0.1)  # expired; another holder takes it
         assert await redis.set(streams.lock_key(run), "other", nx=True, px=5_000)
     assert await redis.get(streams.lock_key(run)) == b"other"
@@ -199,9 +227,9 @@ async def test_every_stage_runs_its_part_of_a_run_under_its_own_acl_user(stage_u
         gateway, planner, searcher = store["gateway"], store["planner"], store["searcher"]
         await gateway.admit(record, watch_at=deadline)
         assert await planner.create_state(run, record, deadline)
-        async with planner.locked(run):
-            assert await planner.state(run, RunMeta) == record
-            await planner.save_state(run, record, RunSnapshot(trace=Trace(), usage=Usage(steps=1)), deadline)
+        async with planner.held_state(run, RunMeta) as held:
+            assert held.state == record
+            held.save(record, RunSnapshot(trace=Trace(), usage=Usage(steps=1)), deadline)
         await planner.add_progress(run, ProgressEvent(event="step", payload={"step": 1}), deadline)
         assert await searcher.add_evidence(run, 1, {"m1": message("m1")}, deadline) == 1
         assert [m.message_id for m in await planner.evidence_list(run)] == ["m1"]
