@@ -133,6 +133,10 @@ class RunService:
         last = "0-0"
         seen_evidence = False
         while time.time() < give_up:
+            # redis-py can swallow a cancellation that lands inside a blocking read and
+            # return as if the read timed out: without this, a wait whose client left
+            # would go on (holding its admission slot) until the run's deadline.
+            raise_if_cancelled()
             try:
                 result = await self.result(meta.run_id)
                 if result is not None:
@@ -163,6 +167,7 @@ class RunService:
         seen_evidence = not live
         give_up = meta.deadline + self.settings.deadline_grace_seconds + 10
         while True:
+            raise_if_cancelled()  # as in wait(): a swallowed cancellation still ends the stream
             try:
                 result = await self.result(meta.run_id)
                 if result is None and time.time() >= give_up:
