@@ -81,6 +81,10 @@ def _piece_stems(piece: str) -> frozenset[str]:
 def own_text(body: str) -> str:
     """The message's own words: without the quoted parent, the signature and any
     paragraph written to steer a model (:mod:`shared.steering`)."""
+    return _cached_own(body) if len(body) <= _PIECES_CACHE_CHARS else _own(body)
+
+
+def _own(body: str) -> str:
     body = without_steering(body)
     cut = _QUOTE_HEAD.search(body)
     if cut:
@@ -92,6 +96,9 @@ def own_text(body: str) -> str:
     body = _GREETING.sub("", body)
     body = _QUOTED.sub("", body)
     return _BLANKS.sub("\n", _SPACES.sub(" ", body)).strip()
+
+
+_cached_own = lru_cache(maxsize=1024)(_own)
 
 
 @dataclass(frozen=True)

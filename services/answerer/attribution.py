@@ -18,6 +18,7 @@ import re
 import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
 from shared.messages import EvidenceMessage
 from shared.passages import own_text, stems
@@ -25,6 +26,7 @@ from shared.passages import own_text, stems
 MAX_SOURCES = 1  # see the module docstring
 FIGURE_WEIGHT = 3  # a shared amount or code says more than a shared word
 QUOTE_WEIGHT = 10  # a phrase quoted word for word points at the message that holds it
+SOURCE_CACHE_CHARS = 64_000
 
 _FIGURE = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+|https?://\S+|\b[\w/-]*\d[\w/.,:-]*\b")
 
@@ -66,8 +68,21 @@ class _Source:
 
 
 def _source(m: EvidenceMessage) -> _Source:
-    text = "\n".join([m.subject, m.sender, own_text(m.body), *(a.text for a in m.attachments)])
-    return _Source(m.message_id, frozenset(figures(text)), frozenset(stems(text)), _flat(text))
+    parts = (m.subject, m.sender, m.body, *(a.text for a in m.attachments))
+    # Built for every sentence from every evidence message, and the same messages come
+    # back run after run: kept per process, unless the mail is large.
+    if sum(map(len, parts)) > SOURCE_CACHE_CHARS:
+        return _build_source(m.message_id, parts)
+    return _cached_source(m.message_id, parts)
+
+
+def _build_source(message_id: str, parts: tuple[str, ...]) -> _Source:
+    subject, sender, body, *attachments = parts
+    text = "\n".join([subject, sender, own_text(body), *attachments])
+    return _Source(message_id, frozenset(figures(text)), frozenset(stems(text)), _flat(text))
+
+
+_cached_source = lru_cache(maxsize=512)(_build_source)
 
 
 def attribute(sentence: str, evidence: Sequence[EvidenceMessage], preferred: Sequence[str] = ()) -> list[str]:
