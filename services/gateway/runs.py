@@ -33,7 +33,7 @@ from services.gateway.schemas import ApiKeyRecord, SearchRequest
 from services.gateway.service import GatewayService
 from shared import streams
 from shared.bus import publish, raise_if_cancelled
-from shared.messages import RunMeta, RunRequested, RunResult
+from shared.messages import ProgressEvent, RunMeta, RunRequested, RunResult
 from shared.runstore import RunStore
 
 log = logging.getLogger("pmsearch.gateway.runs")
@@ -132,13 +132,14 @@ class RunService:
         give_up = meta.deadline + self.settings.deadline_grace_seconds + 10
         last = "0-0"
         seen_evidence = False
+        look = True
         while time.time() < give_up:
             # redis-py can swallow a cancellation that lands inside a blocking read and
             # return as if the read timed out: without this, a wait whose client left
             # would go on (holding its admission slot) until the run's deadline.
             raise_if_cancelled()
             try:
-                result = await self.result(meta.run_id)
+                result = await self.result(meta.run_id) if look else None
                 if result is not None:
                     metrics.RUN_SECONDS.labels(result.outcome).observe(time.time() - meta.created_at)
                     return result
@@ -148,6 +149,7 @@ class RunService:
                 log.warning("run %s: Redis unavailable while waiting; trying again", meta.run_id)
                 await asyncio.sleep(REDIS_RETRY_SECONDS)
                 continue
+            look = _may_be_done(entries)
             if entries:
                 last = entries[-1][0]
                 if not seen_evidence and any(getattr(e, "event", None) == "evidence" for _, e in entries):
@@ -166,12 +168,14 @@ class RunService:
         live = last_event_id is None
         seen_evidence = not live
         give_up = meta.deadline + self.settings.deadline_grace_seconds + 10
+        result, look = None, True
         while True:
             raise_if_cancelled()  # as in wait(): a swallowed cancellation still ends the stream
             try:
-                result = await self.result(meta.run_id)
-                if result is None and time.time() >= give_up:
-                    break
+                if result is None and (look or time.time() >= give_up):
+                    result = await self.result(meta.run_id)
+                    if result is None and time.time() >= give_up:
+                        break
                 # Once the result is stored, drain what the stream still holds without
                 # blocking, then end with the result.
                 entries = await self.store.read_progress(meta.run_id, last, block_ms=None if result else 500)
@@ -182,6 +186,7 @@ class RunService:
                 log.warning("run %s: Redis unavailable while streaming; trying again", meta.run_id)
                 await asyncio.sleep(REDIS_RETRY_SECONDS)
                 continue
+            look = _may_be_done(entries)
             for last, event in entries:
                 if event is None or event.event not in RELAYED:
                     continue  # answer/done here are wake-ups: the result is read below
@@ -199,3 +204,9 @@ class RunService:
                 return
         yield {"event": "error", "data": json.dumps({"detail": "run did not finish in time"})}
 
+
+def _may_be_done(entries: list[tuple[str, ProgressEvent | None]]) -> bool:
+    """Whether the stored result is worth reading after these progress entries: the
+    verifier announces ``done`` after storing it; a read that timed out covers an
+    announcement that never came (the verifier died between the two)."""
+    return not entries or any(event is not None and event.event == "done" for _, event in entries)

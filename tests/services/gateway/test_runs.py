@@ -11,7 +11,7 @@ import pytest
 
 from services.gateway.runs import RunService
 from services.gateway.service import GatewayService
-from shared.messages import RunMeta
+from shared.messages import ProgressEvent, RunMeta, RunResult
 from shared.runstore import RunStore
 from shared.settings import GatewaySettings
 
@@ -64,3 +64,54 @@ async def test_a_wait_ends_when_cancelled_even_if_redis_py_swallows_the_cancella
         await asyncio.wait({task}, timeout=3)
     assert runs.store.swallowed == 1
     assert task in done and task.cancelled()
+
+
+class CountingStore(RunStore):
+    reads = 0
+
+    async def result(self, run_id):
+        self.reads += 1
+        return await super().result(run_id)
+
+
+def counting(redis) -> RunService:
+    runs = service(redis)
+    runs.store = CountingStore(redis)
+    return runs
+
+
+async def _progress_then_result(store: RunStore, meta: RunMeta, *, announce: bool) -> None:
+    for step in range(20):  # a busy run: step and evidence entries, none of them the end
+        await store.add_progress(meta.run_id, ProgressEvent(event="step", payload={"step": step}), meta.deadline)
+        await asyncio.sleep(0.01)
+    result = RunResult(run_id=meta.run_id, tenant_id=meta.tenant_id, outcome="insufficient_evidence")
+    await store.store_result(result)
+    if announce:
+        await store.announce(result, meta.deadline)
+
+
+@pytest.mark.parametrize("how", ["wait", "events"])
+async def test_a_wait_reads_the_result_when_done_is_announced_not_at_every_progress_entry(redis, how) -> None:
+    runs, meta = counting(redis), unfinished_run()
+    writer = asyncio.create_task(_progress_then_result(RunStore(redis), meta, announce=True))
+    if how == "wait":
+        result = await asyncio.wait_for(runs.wait(meta), 5)
+    else:
+        events = [e async for e in runs.events(meta, None)]
+        result = RunResult.model_validate_json(events[-1]["data"])
+    await writer
+    assert result.outcome == "insufficient_evidence"
+    assert runs.store.reads <= 3  # the start, the announcement, perhaps one quiet read
+
+
+@pytest.mark.parametrize("how", ["wait", "events"])
+async def test_a_result_stored_but_never_announced_is_found_by_a_quiet_read(redis, how) -> None:
+    runs, meta = counting(redis), unfinished_run()
+    await _progress_then_result(RunStore(redis), meta, announce=False)  # the verifier died before announcing
+    started = time.monotonic()
+    if how == "wait":
+        result = await asyncio.wait_for(runs.wait(meta), 5)
+    else:
+        events = [e async for e in runs.events(meta, None)]
+        result = RunResult.model_validate_json(events[-1]["data"])
+    assert result.outcome == "insufficient_evidence" and time.monotonic() - started < 3
