@@ -63,10 +63,10 @@ class HeldState(Generic[M]):
     when the run has none. ``save`` records what to write when the lock is released."""
 
     state: M | None
-    written: tuple[M, RunSnapshot, float] | None = None
+    pending: tuple[RunSnapshot, float] | None = None  # saved: the snapshot and deadline to write with the state
 
     def save(self, state: M, snapshot: RunSnapshot, deadline: float) -> None:
-        self.state, self.written = state, (state, snapshot, deadline)
+        self.state, self.pending = state, (snapshot, deadline)
 
 
 def index_key(tenant_id: str) -> str:
@@ -208,10 +208,10 @@ class RunStore:
             # the five commands of a checked release.
             safe = (time.monotonic() - since) * 1000 < lease_ms * SAFE_RELEASE_SHARE
             async with self.redis.pipeline(transaction=False) as pipe:
-                if held.written is not None:
-                    state, snapshot, deadline = held.written
+                if held.pending is not None and held.state is not None:
+                    snapshot, deadline = held.pending
                     ttl = work_ttl(deadline)
-                    pipe.set(streams.state_key(run_id), state.model_dump_json(), ex=ttl)
+                    pipe.set(streams.state_key(run_id), held.state.model_dump_json(), ex=ttl)
                     pipe.set(streams.snapshot_key(run_id), snapshot.model_dump_json(), ex=ttl)
                 if safe:
                     pipe.delete(key)
