@@ -256,3 +256,16 @@ async def test_prompts_and_fences_reach_the_model_as_sent(scripted_model: Script
     sent = scripted_model.bodies[0]["messages"]
     assert sent == messages and sent[1]["content"].endswith(fence.end_line)
     assert scripted_model.requests[0]["authorization"] == "Bearer test-key"
+
+
+
+async def test_httpcore_finds_which_event_loop_runs_without_a_failed_import():
+    # httpcore imports sniffio on every lock and stream close; without it each request
+    # pays for several failed imports that search the whole of sys.path.
+    import sys
+
+    import httpcore._synchronization as sync
+
+    sys.modules.pop("sniffio", None)
+    assert sync.current_async_library() == "asyncio"
+    assert "sniffio" in sys.modules
