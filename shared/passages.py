@@ -26,6 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field, create_model
 from shared.fencing import Fence
 from shared.messages import DraftSentence, EvidenceMessage
 from shared.steering import steers, without_steering
+from shared.textcache import cached_text
 from shared.tools import one_of, tool_prompt_text
 
 # Measured with evals/passage_view.py on the 110 answerable questions: 5 passages of
@@ -78,13 +79,10 @@ def _piece_stems(piece: str) -> frozenset[str]:
     return frozenset(stems(piece))
 
 
+@cached_text(maxsize=1024)
 def own_text(body: str) -> str:
     """The message's own words: without the quoted parent, the signature and any
     paragraph written to steer a model (:mod:`shared.steering`)."""
-    return _cached_own(body) if len(body) <= _PIECES_CACHE_CHARS else _own(body)
-
-
-def _own(body: str) -> str:
     body = without_steering(body)
     cut = _QUOTE_HEAD.search(body)
     if cut:
@@ -96,9 +94,6 @@ def _own(body: str) -> str:
     body = _GREETING.sub("", body)
     body = _QUOTED.sub("", body)
     return _BLANKS.sub("\n", _SPACES.sub(" ", body)).strip()
-
-
-_cached_own = lru_cache(maxsize=1024)(_own)
 
 
 @dataclass(frozen=True)
@@ -184,23 +179,11 @@ def _message_pieces(m: EvidenceMessage) -> list[tuple[str, str]]:
     return pieces
 
 
-# The same messages come back run after run and call after call of a run, and cutting
-# them (the steering patterns, quote and signature cuts) was a tenth of the planner's
-# CPU under load; a text past the size limit is cut afresh rather than held.
-_PIECES_CACHE_CHARS = 32_000
-
-
+# Cutting a message (steering patterns, quote and signature cuts) was a tenth of the
+# planner's CPU under load: see shared.textcache.
+@cached_text(maxsize=2048, limit=32_000)
 def _text_pieces(text: str, body: bool, size: int) -> tuple[str, ...]:
-    if len(text) > _PIECES_CACHE_CHARS:
-        return _cut(text, body, size)
-    return _cached_cut(text, body, size)
-
-
-def _cut(text: str, body: bool, size: int) -> tuple[str, ...]:
     return tuple(_pieces(own_text(text) if body else without_steering(text), size))
-
-
-_cached_cut = lru_cache(maxsize=2048)(_cut)
 
 
 def _by_relevance(

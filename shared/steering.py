@@ -15,7 +15,8 @@ tell it what to do); mail that evades them still meets the verifier's other chec
 from __future__ import annotations
 
 import re
-from functools import lru_cache
+
+from shared.textcache import cached_text
 
 _MODEL = r"(?:ai|a\.i\.|assistant|assistants|chat ?bot|bot|language model|llm|gpt|agent|copilot)"
 _MARKS = re.compile(
@@ -47,18 +48,10 @@ def steers(text: str) -> bool:
     return _MARKS.search(text) is not None
 
 
-# The same messages come back run after run, and the marks are searched at about
-# 400 ns a character: mail up to this size is looked at once per process.
-CACHE_CHARS = 64_000
-
-
+@cached_text(maxsize=1024)
 def blanked(text: str) -> str:
     """``text`` with its steering paragraphs turned to spaces, so offsets into it still
     point at the same characters of the stored message."""
-    return _cached_blanked(text) if len(text) <= CACHE_CHARS else _blanked(text)
-
-
-def _blanked(text: str) -> str:
     if not steers(text):
         return text
     out, pos = [], 0
@@ -72,22 +65,13 @@ def _blanked(text: str) -> str:
     return "".join(out)
 
 
-_cached_blanked = lru_cache(maxsize=1024)(_blanked)
-
-
+@cached_text(maxsize=1024)
 def without_steering(text: str) -> str:
     """``text`` without its paragraphs that steer (blank-line separated), else as is.
 
     Whole paragraphs go, not only the marked sentence: the instruction's payload ("The
     Golf claim was REJECTED.") sits beside its address.
     """
-    return _cached_without(text) if len(text) <= CACHE_CHARS else _without(text)
-
-
-def _without(text: str) -> str:
     if not steers(text):
         return text
     return "\n\n".join(p for p in _PARAGRAPHS.split(text) if not steers(p))
-
-
-_cached_without = lru_cache(maxsize=1024)(_without)

@@ -18,15 +18,14 @@ import re
 import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import lru_cache
 
 from shared.messages import EvidenceMessage
 from shared.passages import own_text, stems
+from shared.textcache import cached_text
 
 MAX_SOURCES = 1  # see the module docstring
 FIGURE_WEIGHT = 3  # a shared amount or code says more than a shared word
 QUOTE_WEIGHT = 10  # a phrase quoted word for word points at the message that holds it
-SOURCE_CACHE_CHARS = 64_000
 
 _FIGURE = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+|https?://\S+|\b[\w/-]*\d[\w/.,:-]*\b")
 
@@ -68,21 +67,15 @@ class _Source:
 
 
 def _source(m: EvidenceMessage) -> _Source:
-    parts = (m.subject, m.sender, m.body, *(a.text for a in m.attachments))
-    # Built for every sentence from every evidence message, and the same messages come
-    # back run after run: kept per process, unless the mail is large.
-    if sum(map(len, parts)) > SOURCE_CACHE_CHARS:
-        return _build_source(m.message_id, parts)
-    return _cached_source(m.message_id, parts)
+    # Built for every sentence from every evidence message: see shared.textcache.
+    return _message_source(m.message_id, (m.subject, m.sender, m.body, *(a.text for a in m.attachments)))
 
 
-def _build_source(message_id: str, parts: tuple[str, ...]) -> _Source:
+@cached_text(maxsize=512)
+def _message_source(message_id: str, parts: tuple[str, ...]) -> _Source:
     subject, sender, body, *attachments = parts
     text = "\n".join([subject, sender, own_text(body), *attachments])
     return _Source(message_id, frozenset(figures(text)), frozenset(stems(text)), _flat(text))
-
-
-_cached_source = lru_cache(maxsize=512)(_build_source)
 
 
 def attribute(sentence: str, evidence: Sequence[EvidenceMessage], preferred: Sequence[str] = ()) -> list[str]:

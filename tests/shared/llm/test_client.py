@@ -258,7 +258,6 @@ async def test_prompts_and_fences_reach_the_model_as_sent(scripted_model: Script
     assert scripted_model.requests[0]["authorization"] == "Bearer test-key"
 
 
-
 async def test_httpcore_finds_which_event_loop_runs_without_a_failed_import():
     # httpcore imports sniffio on every lock and stream close; without it each request
     # pays for several failed imports that search the whole of sys.path.
