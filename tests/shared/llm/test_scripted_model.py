@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import httpx
@@ -94,3 +95,20 @@ def test_runs_as_its_own_process(tmp_path: Path):
 def test_script_files_are_validated(bad):
     with pytest.raises(ValueError):
         ScriptedModel(bad)
+
+
+def test_answers_on_a_kept_alive_connection_without_the_delayed_ack_stall(
+    scripted_model: ScriptedModel,
+):
+    # With Nagle's algorithm on, every answer's body waited for the client's delayed ACK
+    # of its headers: at least 40 ms a call (Linux's minimum), which benchmarks counted
+    # as the service's overhead. A busy machine may make a few calls slow, not most.
+    scripted_model.set_script(lambda request: Reply(content="{}"))
+    took = []
+    with httpx.Client(base_url=scripted_model.base_url, timeout=5) as client:
+        for _ in range(12):
+            started = time.perf_counter()
+            client.post("/chat/completions", json=body("Any", "x" * 4000)).raise_for_status()
+            took.append(time.perf_counter() - started)
+    stalled = [t for t in took[2:] if t >= 0.038]
+    assert len(stalled) < 5, f"{len(stalled)} of 10 calls took 38 ms or more: {took}"
