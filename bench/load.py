@@ -24,6 +24,12 @@ Baseline in the same run: one client, one run at a time.
 Goals: overhead p95 <= 100 ms at 10 clients and <= 250 ms at 50; first evidence p95
 <= 300 ms at 50.
 
+Also per level, what its measured CPU allows here (Little's law, ``cpu_bound``): the CPU
+every process spent a run (stack, model, this client) caps the runs a second the cores
+can finish, which sets the least mean overhead that many clients can see, and the cores
+at which the goal's overhead could be the mean. When the floor is near the measured
+overhead, the level is CPU-bound: only less CPU a run, or more cores, moves it.
+
     python -m bench.load [--levels 10,50,100,200,500] [--latency 0.2] [--query-cache-size N]
 """
 
@@ -31,9 +37,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import json
 import math
 import os
+import statistics
 import sys
 import tempfile
 import time
@@ -49,6 +57,7 @@ from bench._util import emit_json, format_table, latency_ms, percentile
 
 GOALS = {10: {"overhead_p95_ms": 100}, 50: {"overhead_p95_ms": 250, "first_evidence_p95_ms": 300}}
 BASELINE_RUNS = 20
+CORES = len(os.sched_getaffinity(0))
 
 
 @dataclass
@@ -206,6 +215,45 @@ def _cache_text(lv: Level) -> str:
     return f"{hits}/{total}"
 
 
+@dataclass(frozen=True)
+class CpuBound:
+    """What a level's measured CPU allows on this machine, by Little's law: n clients
+    that each wait for their run keep n runs in flight, so runs finish at n / wall a
+    second; all processes together (stack, model, client) can finish at most
+    ``cores * 1000 / cpu_ms`` a second. However the work is scheduled, the mean wall
+    is then at least ``n * cpu_ms / (cores * 1000)``, and the mean overhead that less
+    the model's time. A p95 sits above the mean."""
+
+    cpu_ms_per_run: float  # every process on the machine that the runs cost
+    runs_per_s_max: float
+    overhead_floor_ms: float  # the least mean overhead these clients can see here
+    cores_for_ms: dict[int, float]  # overhead (ms) -> cores at which the mean could be that
+
+
+def cpu_bound(clients: int, cpu_ms_per_run: float, model_s_per_run: float, cores: int,
+              overheads_ms: tuple[int, ...] = ()) -> CpuBound:
+    runs_per_s_max = cores * 1000 / cpu_ms_per_run if cpu_ms_per_run else math.inf
+    floor_ms = max(0.0, clients / runs_per_s_max - model_s_per_run) * 1000
+    cores_for = {
+        o: round(clients * cpu_ms_per_run / ((o / 1000 + model_s_per_run) * 1000), 1) for o in overheads_ms
+    }
+    return CpuBound(round(cpu_ms_per_run, 1), round(runs_per_s_max, 1), round(floor_ms, 1), cores_for)
+
+
+def _cpu_bound(lv: Level) -> CpuBound:
+    model_s = statistics.fmean(w - o for w, o in zip(lv.walls, lv.overheads)) if lv.walls else 0.0
+    goal = GOALS.get(lv.clients, {}).get("overhead_p95_ms")
+    return cpu_bound(lv.clients, sum(lv.cpu_ms_per_run.values()), model_s, CORES, (goal,) if goal else ())
+
+
+def _bound_row(lv: Level) -> dict[str, Any]:
+    bound = _cpu_bound(lv)
+    cores = ", ".join(f"{c:g} for {o} ms" for o, c in bound.cores_for_ms.items()) or "-"
+    return {"CPU ms a run, all": bound.cpu_ms_per_run, "runs/s at most": bound.runs_per_s_max,
+            "overhead floor ms": bound.overhead_floor_ms, "measured p50 ms": latency_ms(lv.overheads)["p50_ms"],
+            "cores the goal's mean needs": cores}
+
+
 def row(lv: Level, label: str) -> dict[str, Any]:
     over, fe = latency_ms(lv.overheads), latency_ms(lv.first_evidence)
     return {
@@ -234,7 +282,7 @@ def summary(lv: Level) -> dict[str, Any]:
         "overhead": latency_ms(lv.overheads), "wall": latency_ms(lv.walls),
         "first_evidence": latency_ms(lv.first_evidence), "outcomes": dict(lv.outcomes),
         "client_loop_lag_p95_ms": round(percentile([x * 1000 for x in lv.loop_lag], 95), 1),
-        "cpu_ms_per_run": lv.cpu_ms_per_run, "query_cache": lv.query_cache,
+        "cpu_ms_per_run": lv.cpu_ms_per_run, "cpu_bound": dataclasses.asdict(_cpu_bound(lv)), "query_cache": lv.query_cache,
         "redis_calls_per_run": lv.redis_calls_per_run,
     }
 
@@ -290,6 +338,8 @@ def main() -> None:
     print("\nRedis commands per finished run (the baseline's, by command; all levels in the JSON):")
     top = list(baseline.redis_calls_per_run.items())[:12]
     print(f"total {sum(baseline.redis_calls_per_run.values()):.0f}: " + ", ".join(f"{c} {n:g}" for c, n in top))
+    print(f"\nWhat the measured CPU allows on {CORES} cores (Little's law; overhead floor = the least mean overhead):")
+    print(format_table([{"clients": str(n), **_bound_row(results[n])} for n in levels]))
     print(f"goals: {json.dumps(goals)}; no 5xx: {no_5xx}")
     emit_json({
         "bench": "load", "model_latency_s": args.latency, "model_concurrency": args.model_concurrency,
