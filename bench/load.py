@@ -28,7 +28,11 @@ Also per level, what its measured CPU allows here (Little's law, ``cpu_bound``):
 every process spent a run (stack, model, this client) caps the runs a second the cores
 can finish, which sets the least mean overhead that many clients can see, and the cores
 at which the goal's overhead could be the mean. When the floor is near the measured
-overhead, the level is CPU-bound: only less CPU a run, or more cores, moves it.
+overhead, the level is CPU-bound: only less CPU a run, or more cores, moves it. The floor
+assumes every client keeps a run in flight throughout; a level whose clients make two
+runs each (100 and more) spends part of its time starting and ending, and one that
+refuses requests (``503``) has fewer runs in flight, so there it overstates. "CPU busy" is
+the share of the cores the level's runs used (runs a second times CPU a run).
 
     python -m bench.load [--levels 10,50,100,200,500] [--latency 0.2] [--query-cache-size N]
 """
@@ -249,7 +253,9 @@ def _cpu_bound(lv: Level) -> CpuBound:
 def _bound_row(lv: Level) -> dict[str, Any]:
     bound = _cpu_bound(lv)
     cores = ", ".join(f"{c:g} for {o} ms" for o, c in bound.cores_for_ms.items()) or "-"
+    busy = len(lv.walls) / lv.seconds * bound.cpu_ms_per_run / (CORES * 10) if lv.seconds else math.nan
     return {"CPU ms a run, all": bound.cpu_ms_per_run, "runs/s at most": bound.runs_per_s_max,
+            "CPU busy %": round(busy),
             "overhead floor ms": bound.overhead_floor_ms, "measured p50 ms": latency_ms(lv.overheads)["p50_ms"],
             "cores the goal's mean needs": cores}
 
