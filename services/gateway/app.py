@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
 from contextlib import asynccontextmanager
 from typing import Annotated, AsyncIterator
 
@@ -30,6 +29,7 @@ from services.gateway.limits import BodyLimit, BodyTooLargeSignal, KeyLimits, pr
 from services.gateway.mcp import mount as mount_mcp
 from services.gateway.openapi import EventStream, RunEvent, RunStatus, problems, streams_events
 from services.gateway.openapi import install as install_openapi
+from services.gateway.request_log import RequestLog
 from services.gateway.runs import RunService, parse_last_event_id
 from services.gateway.schemas import (
     ApiKeyRecord,
@@ -48,7 +48,7 @@ from services.gateway.service import GatewayService
 from services.gateway.watchdog import watchdog
 from shared.bus import connect
 from shared.errors import PmError
-from shared.logging_setup import bind, bound
+from shared.logging_setup import bind
 from shared.messages import RunResult
 from shared.settings import GatewaySettings, gateway_settings
 from shared.telemetry import setup_logging
@@ -57,7 +57,6 @@ log = logging.getLogger("pmsearch.gateway")
 PROBLEM = "application/problem+json"
 # The watchdog and /healthz: a few connections of their own, never starved by clients.
 CONTROL_CONNECTIONS = 4
-QUIET_ROUTES = frozenset({"/healthz", "/readyz", "/metrics"})
 
 
 def _problem(status: int, body: dict, headers: dict[str, str] | None = None) -> JSONResponse:
@@ -148,7 +147,6 @@ def create_app(settings: GatewaySettings | None = None) -> FastAPI:
         log.exception("unhandled error on %s", request.url.path)
         return _problem(500, PmError("unexpected error; it has been logged").problem(str(request.url.path)))
 
-    # Added before _observe, so it runs inside it: refused bodies are counted too.
     app.add_middleware(
         BodyLimit,
         max_body_bytes=settings.max_body_bytes,
@@ -156,26 +154,7 @@ def create_app(settings: GatewaySettings | None = None) -> FastAPI:
         admin_token=settings.admin_token.get_secret_value() if settings.admin_token else None,
     )
 
-    @app.middleware("http")
-    async def _observe(request: Request, call_next):
-        started = time.perf_counter()
-        with bound() as fields:  # handlers bind the tenant and a started run's id into it
-            response = await call_next(request)
-            route = request.scope.get("route")
-            name = getattr(route, "path", "unmatched")
-            seconds = time.perf_counter() - started
-            metrics.REQUESTS.labels(name, str(response.status_code)).inc()
-            metrics.REQUEST_SECONDS.labels(name).observe(seconds)
-            if "run_id" in (request.scope.get("path_params") or {}):
-                fields.setdefault("run_id", request.scope["path_params"]["run_id"])
-            # Probes and scrapes come every few seconds: below INFO. An event stream's
-            # duration is until its response started.
-            log.log(
-                logging.DEBUG if name in QUIET_ROUTES else logging.INFO, "request",
-                extra={"method": request.method, "route": name, "status": response.status_code,
-                       "duration_ms": round(seconds * 1000, 1)},
-            )
-        return response
+    app.add_middleware(RequestLog)  # outside the body limit: refused bodies are counted too
 
     _routes(app)
     install_inspector(app)  # the run inspector page, /runs/{id}
