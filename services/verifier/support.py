@@ -49,12 +49,13 @@ GENERIC = frozenset(
     replied subject day""".split()
 )
 
-# Words that only say what kind of figure a number is: an amount's currency and a
-# percentage. The figure itself is checked by the figures check, however it is written
-# ("EUR 40", "40 euros", "€40"; "94.1%", "94.1 percent").
+# Words that only say what kind of figure a number is: an amount's currency, a
+# percentage, and "amount" itself ("the total amount was EUR 612.40" against an invoice
+# that says "Total EUR 612.40"). The figure itself is checked by the figures check,
+# however it is written ("EUR 40", "40 euros", "€40"; "94.1%", "94.1 percent").
 FIGURE_WORDS = frozenset(
     """eur euro euros usd dollar dollars gbp chf jpy cad aud sek nok dkk pln czk percent
-    pct""".split()
+    pct amount amounts""".split()
 )
 
 _MIN_STEM = 3

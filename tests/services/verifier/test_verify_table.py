@@ -439,6 +439,14 @@ CASES: dict[str, Case] = {
         text(f"Yes, according to her email message, Anna stated the claim was accepted [{M1}]."),
         kept=[ANY],
     ),
+    "the word amount only names the figure": Case(
+        text(f"The workshop transfer amount is EUR 2,115.50 [{M5}]."),
+        kept=[ANY],
+    ),
+    "an amount's other words are still checked": Case(
+        text(f"The insurer refused the transfer amount of EUR 2,115.50 [{M5}]."),
+        removed=[("unsupported_claim", "refused")],
+    ),
     "too few content words to judge": Case(text(f"It looks fine [{M1}]."), kept=[ANY]),
     "content words of two cited messages": Case(
         text(f"Tom sent bumper photos and the insurer accepted the claim [{M1}, {M2}]."), kept=[ANY]
