@@ -80,7 +80,7 @@ def test_a_streamed_response_is_counted_when_it_starts_not_when_it_ends():
 
 
 @pytest.mark.parametrize("scope_type", ["lifespan", "websocket"])
-def test_what_is_not_http_passes_through_uncounted(scope_type):
+def test_what_is_not_http_passes_straight_through(scope_type):
     seen = []
 
     async def inner(scope, receive, send):
