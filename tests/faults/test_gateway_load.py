@@ -78,8 +78,14 @@ async def searcher_stand_in(stack: Stack):
         await redis.rpush(key, SearchReplied(request_id=request.request_id, ok=True).model_dump_json())
         await redis.expire(key, 60)
 
+    # From the stream's newest entry as the stand-in starts, not "$": with "$" the first
+    # XREAD may reach Redis after the first searches were queued, and they would never
+    # be answered (seen on a slow machine: every admitted search timed out, 504).
+    newest = await redis.xrevrange(streams.QUERIES, count=1)
+    first = newest[0][0] if newest else "0-0"
+
     async def serve() -> None:
-        last = "$"
+        last = first
         pending: set[asyncio.Task] = set()
         while True:
             for _, entries in await redis.xread({streams.QUERIES: last}, block=100, count=500) or []:
