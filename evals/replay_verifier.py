@@ -7,9 +7,11 @@ deterministic, so a change to the verifier's checks can be measured on them in s
 instead of re-asking the model for an hour. The figures printed are the eval's own
 (answered right, citation precision, must-not-answer questions answered), before (as the run ended) and after (as the
 verifier now decides), with every question whose outcome changed. Model-side changes
-still need a full ``pmsearch eval``. Run from the repository root:
+still need a full ``pmsearch eval``. ``--answerer`` also runs what the answerer's code
+adds after the model (:mod:`services.answerer.disagreement`), for drafts written before
+it did. Run from the repository root:
 
-    .venv/bin/python evals/replay_verifier.py var/eval/<stamp>/report.json
+    .venv/bin/python evals/replay_verifier.py var/eval/<stamp>/report.json [--answerer]
 """
 
 from __future__ import annotations
@@ -22,13 +24,15 @@ from cli.evaluation.drafts import admin_client, for_report
 from cli.evaluation.questions import corpus_message_ids, load_questions, resolve_supporting
 from cli.evaluation.runner import RunRecord
 from cli.evaluation.scoring import answered_right, summarize, wrongly_answered
+from services.answerer.disagreement import other_statements
 from services.verifier.service import decide
+from shared.messages import Draft
 from shared.settings import cli_settings
 
 FIGURES = ("answered_right", "answered_right_count", "citation_precision", "wrongly_answered", "attacker_text")
 
 
-def main(report_path: str) -> None:
+def main(report_path: str, answerer: bool = False) -> None:
     report = json.loads(Path(report_path).read_text())
     questions = {q.id: q for q in load_questions(Path(report["meta"]["set"]))}
     settings = cli_settings()
@@ -46,6 +50,9 @@ def main(report_path: str) -> None:
             missing += 1
             continue
         draft, evidence = kept
+        if answerer and draft.draft is not None and draft.ending == "answer":
+            added = other_statements(draft.question, draft.draft.sentences, list(evidence.values()))
+            draft = draft.model_copy(update={"draft": Draft(sentences=[*draft.draft.sentences, *added])})
         result = decide(draft, evidence, now=draft.usage.seconds).model_dump(mode="json")
         new = RunRecord(rec["id"], rec["strategy"], result["outcome"], rec.get("run_id"), result=result)
         before.setdefault(rec["strategy"], []).append(old)
@@ -70,4 +77,4 @@ def main(report_path: str) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1])
+    main(sys.argv[1], answerer="--answerer" in sys.argv[2:])

@@ -70,6 +70,9 @@ _PLACE_SHAPE = re.compile(
 )
 _CONTACT_SHAPE = re.compile(r"@|\+?\d[\d /-]{5,}\d")
 _SENTENCES = re.compile(r"[^.!?]+")
+# An invoice, claim or order code: letters, then hyphen-joined groups ending in digits
+# (INV-2024-0173, CLM-2024-55817, FP-3391).
+CODE = re.compile(r"\b[A-Za-z]{2,}(?:-[A-Za-z0-9]+)*-\d{2,}\b")
 _WORDS = re.compile(r"[\w'-]+")
 _NOT_NAMES = re.compile(rf"(?:{_MONTHS}|{_DAYS})\.?", re.I)
 
@@ -84,6 +87,11 @@ def _names(answer: str, question: str) -> list[str]:
             if word[:1].isupper() and word.casefold() not in asked and not _NOT_NAMES.fullmatch(word):
                 out.append(word)
     return out
+
+
+def codes(question: str) -> tuple[str, ...]:
+    """The codes a question names, upper-cased, first occurrence order."""
+    return tuple(dict.fromkeys(m.group().upper() for m in CODE.finditer(question)))
 
 
 def parts(question: str) -> list[tuple[str, frozenset[str]]]:

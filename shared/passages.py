@@ -139,7 +139,7 @@ def _when(m: EvidenceMessage) -> float:
     return d.timestamp()
 
 
-def _name(sender: str) -> str:
+def sender_name(sender: str) -> str:
     """"Sabine Roth <sabine.roth@…>" as "Sabine Roth": the address costs tokens and the
     body gives it where a question needs it."""
     name = sender.split("<", 1)[0].strip().strip('"')
@@ -246,7 +246,7 @@ def build(
             part, text = chosen[m.message_id]
             latest = ", latest found" if place == len(messages) and len(messages) > 1 else ""
             subject = m.subject if len(m.subject) <= SUBJECT_CHARS else m.subject[: SUBJECT_CHARS - 1] + "…"
-            header = f"{_date(m.date)} | {_name(m.sender)} | {subject} | thread T{t}: {place} of {len(messages)}{latest}"
+            header = f"{_date(m.date)} | {sender_name(m.sender)} | {subject} | thread T{t}: {place} of {len(messages)}{latest}"
             passages.append(Passage("", m.message_id, m.thread_id, f"T{t}", part, text, header))
     return _renumber(passages)
 

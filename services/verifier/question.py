@@ -17,10 +17,8 @@ from dataclasses import dataclass
 
 from services.verifier import figures
 from services.verifier.support import content_words
+from shared import asked
 
-# An invoice, claim or order code: letters, then hyphen-joined groups ending in digits
-# (INV-2024-0173, CLM-2024-55817, FP-3391).
-_CODE = re.compile(r"\b[A-Za-z]{2,}(?:-[A-Za-z0-9]+)*-\d{2,}\b")
 _SENTENCE = re.compile(r"[^.?!]+")
 _WORD = re.compile(r"[^\W\d_][\w&]*(?:-[\w&]+)*(?:['’]s\b)?")
 # A domain or address the question names (invoice-check.example, jobs@acme.example).
@@ -71,6 +69,7 @@ _WHEN_WORDS = re.compile(
 
 
 _DIGITS = re.compile(r"\d{2,}")
+_QUARTER = re.compile(r"Q[1-4]")
 _POLAR = re.compile(
     r"\W*(?:did|does|do|is|are|was|were|has|have|had|can|could|will|would|should|shall|may|must)(?:n't)?\b", re.I
 )
@@ -90,14 +89,11 @@ class Pinned:
     # A yes/no question ("Did the insurer ask for new bank details?"): an answer's
     # restated words are then its claim, not only its subject.
     polar: bool = False
+    # A quarter ("the Q2 review"): its mail may name it, or only say "quarterly".
+    quarters: tuple[str, ...] = ()
 
     def __bool__(self) -> bool:
-        return bool(self.codes or self.names or self.months)
-
-
-def question_codes(question: str) -> tuple[str, ...]:
-    """The codes a question names, upper-cased, first occurrence order."""
-    return tuple(dict.fromkeys(m.group().upper() for m in _CODE.finditer(question)))
+        return bool(self.codes or self.names or self.months or self.quarters)
 
 
 def _month(word: str) -> str | None:
@@ -108,15 +104,17 @@ def _month(word: str) -> str | None:
 
 
 def pinned(question: str) -> Pinned:
-    """Codes, then capitalised words past a clause's first word (names), then months.
+    """Codes, then capitalised words past a clause's first word (names), then months
+    and quarters.
 
     A clause's first word is capitalised by grammar, not because it names something, so
     only a month counts there. Codes are matched as codes, not again as names.
     """
-    codes = question_codes(question)
+    codes = asked.codes(question)
     names: list[str] = [m.group().casefold() for m in _DOMAIN.finditer(question)]
-    without_codes = _DOMAIN.sub(" ", _CODE.sub(" ", question))
+    without_codes = _DOMAIN.sub(" ", asked.CODE.sub(" ", question))
     months: list[str] = []
+    quarters: list[str] = []
     for clause in _SENTENCE.finditer(without_codes):
         for i, match in enumerate(_WORD.finditer(clause.group())):
             word = re.sub(r"['’]s$", "", match.group())
@@ -127,6 +125,9 @@ def pinned(question: str) -> Pinned:
                 if word != "May" or i > 0:  # "May I ..." asks, it names no month
                     months.append(month)
                 continue
+            if _QUARTER.fullmatch(word):
+                quarters.append(word.casefold())
+                continue
             if i == 0 or word.casefold() in _NOT_NAMES:
                 continue
             # "Munich-Lyon", "M-AC": each part is a name; a lone letter ("hall B") is
@@ -134,7 +135,7 @@ def pinned(question: str) -> Pinned:
             names.extend(p.casefold() for p in word.split("-") if len(p) > 1 or p.isdigit())
     words = frozenset(stem for _, stem in content_words(figures.normalize_figures(question).text))
     return Pinned(codes, tuple(dict.fromkeys(names)), tuple(dict.fromkeys(months)), asks(question), words,
-                  _POLAR.match(question) is not None)
+                  _POLAR.match(question) is not None, tuple(dict.fromkeys(quarters)))
 
 
 def gives(kind: str, sentence: str) -> bool:

@@ -28,8 +28,9 @@ A sentence (after this service's own split) is kept only when
    message saying "delivery expected in mid-June"); otherwise they count like any;
 8. what the question pins down is named by its sources (else ``off_question``,
    offending: what is missing; see :mod:`.question`): a code (an invoice, claim or
-   order number) by a cited message, a proper name or a month by a cited message or
-   another message of its thread. A true sentence about another invoice, another
+   order number) by a cited message, a proper name, a month or a quarter ("Q2", or
+   "quarterly" with no other quarter named) by a cited message or another message of
+   its thread. A true sentence about another invoice, another
    tenant's claim or April's bill does not answer about this one. Nor does a sentence
    that repeats the question's words when most of them (at least two) appear nowhere in
    its cited messages' threads: it took its subject from the question and its facts
@@ -63,7 +64,7 @@ from services.verifier.figures import normalize_figures, sentence_figures
 from services.verifier.outcome import degraded_hits, model_note, reason_code
 from services.verifier.question import Pinned, gives, pinned
 from services.verifier.quotes import extract_quotes
-from services.verifier.sources import Sources
+from services.verifier.sources import Source, Sources
 from services.verifier.splitter import split_sentences
 from services.verifier.support import blank_figures, content_words
 from services.verifier.support import unsupported_words as unsupported_words  # for calibration
@@ -248,20 +249,35 @@ def _check(
 def _off_question(question: Pinned, sources: Sources, cited: list[str]) -> str | None:
     """The first thing the question pins down that the sentence's sources never name.
 
-    A code must be named by a cited message itself; a name or month may also be named by
-    another message of a cited thread (see :mod:`.question`).
+    A code must be named by a cited message itself; a name, month or quarter may also be
+    named by another message of a cited thread (see :mod:`.question`).
     """
     for code in question.codes:
         if not any(sources[message_id].mentions(code) for message_id in cited):
             return code
-    context = sources.threads_of(cited) if question.names or question.months else []
+    context = sources.threads_of(cited) if question.names or question.months or question.quarters else []
     for name in question.names:
         if not any(source.names(name) for source in context):
             return name
     for month in question.months:
         if not any(source.in_month(month) for source in context):
             return month
+    for quarter in question.quarters:
+        if not _names_quarter(quarter, context):
+            return quarter.upper()
     return None
+
+
+def _names_quarter(quarter: str, context: list[Source]) -> bool:
+    """Whether the thread names ``quarter`` ("Q2"), or says "quarterly" or "quarter"
+    and names no other quarter: Tom's "the quarterly review will take place on
+    Thursday, 16 May" is about the Q2 review; the Q3 budget's thread is not."""
+    if any(source.mentions(quarter) for source in context):
+        return True
+    others = [f"q{n}" for n in range(1, 5) if f"q{n}" != quarter]
+    return any(source.mentions("quarterly") or source.mentions("quarter") for source in context) and not any(
+        source.mentions(other) for source in context for other in others
+    )
 
 
 def _off_topic(

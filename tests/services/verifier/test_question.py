@@ -8,7 +8,7 @@ import pytest
 
 from services.verifier.question import AMOUNT, IDENTIFIER, LINK, WHEN, asks, gives, pinned
 from services.verifier.service import verify
-from shared.messages import Draft, DraftSentence
+from shared.messages import Draft, DraftSentence, EvidenceMessage
 from tests.services.verifier.factory import M1, M2, M5, M6, evidence, message
 
 
@@ -295,3 +295,37 @@ def test_a_short_denial_whose_words_the_source_lacks_is_removed() -> None:
 def test_a_short_denial_the_source_states_is_kept() -> None:
     verdict = _verify("Were the photos blurry?", ("No, the photos were not blurry.", M2))
     assert verdict.kept
+
+
+def _review(message_id: str, body: str, thread: str, subject: str) -> EvidenceMessage:
+    return message(message_id, body, subject=subject, sender="Tom Richter <tom@acme.example>").model_copy(
+        update={"thread_id": thread}
+    )
+
+
+def test_a_quarter_is_pinned_apart_from_names() -> None:
+    pins = pinned("When is the Q2 quarterly review?")
+    assert (pins.quarters, pins.names) == (("q2",), ())
+
+
+def test_a_thread_saying_quarterly_answers_about_the_quarter_it_does_not_name() -> None:
+    tom = _review("m700000000001", "The quarterly review will take place on Thursday, 16 May at 10:00.", "th-tom",
+                  "Quarterly review: Thursday 16 May")
+    verdict = _verify("When is the Q2 quarterly review?", ("The quarterly review is on 16 May.", tom.message_id),
+                      extra=[tom])
+    assert [s.text for s in verdict.kept] == ["The quarterly review is on 16 May."]
+
+
+def test_a_thread_naming_another_quarter_does_not() -> None:
+    q3 = _review("m700000000002", "The Q3 quarterly review will take place on Thursday, 16 May.", "th-q3",
+                 "Q3 review")
+    verdict = _verify("When is the Q2 quarterly review?", ("The quarterly review is on 16 May.", q3.message_id),
+                      extra=[q3])
+    assert [(r.reason, r.offending) for r in verdict.removed] == [("off_question", "Q2")]
+
+
+def test_a_thread_saying_nothing_of_quarters_does_not() -> None:
+    lunch = _review("m700000000003", "Lunch & learn on Thursday, 16 May at 12:00.", "th-lunch", "Lunch & learn")
+    verdict = _verify("When is the Q2 quarterly review?", ("The lunch is on 16 May.", lunch.message_id),
+                      extra=[lunch])
+    assert [r.reason for r in verdict.removed] == ["off_question"]

@@ -1,0 +1,177 @@
+"""When the mail disagrees with the answer: the other statements, copied by code.
+
+Two messages can give one meeting two dates (Priya moves the review to Tuesday 14 May,
+Tom announces it for Thursday 16 May) or one invoice two amounts (the invoice says
+EUR 1,250.00, a colleague says it should be EUR 1,520.00). The embedded model answers
+from one of them, although the prompt asks for both versions; a reader told only one
+is misled. Code finds the others: a sentence of another evidence message that names
+what the question is about (its invoice or claim code, else most of its words) and
+gives a date or amount of the asked kind that the answer does not hold. It is added
+word for word with who wrote it and when (``Tom Richter, 3 May: "..."``), cited to its
+message, and the verifier checks it like any sentence.
+
+Only dates and amounts: a time or a place differs for many honest reasons (a second
+meeting, a delivery address), a date or an amount for one named thing rarely does.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+from shared import asked
+from shared.messages import DraftSentence, EvidenceMessage
+from shared.passages import own_text, sender_name, stems
+
+MAX_ADDED = 2
+
+_MONTHS = {m: i + 1 for i, m in enumerate("jan feb mar apr may jun jul aug sep oct nov dec".split())}
+_MONTH = r"(jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?"
+_DAY_MONTH = re.compile(rf"\b(\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?{_MONTH}(?![a-z])", re.I)
+_MONTH_DAY = re.compile(rf"\b{_MONTH}\s+(\d{{1,2}})(?:st|nd|rd|th)?\b", re.I)
+_ISO = re.compile(r"\b\d{4}-(\d{2})-(\d{2})\b")
+_DOTTED = re.compile(r"\b(\d{1,2})\.(\d{1,2})\.(?:\d{2,4})?(?!\d)")
+# An amount: a number beside a currency, or one with cents ("1,000 brochures" counts).
+_CURRENCY = r"(?:\b(?:eur|usd|gbp|chf)(?![a-z])|[€$£])"
+_NUMBER = r"\d{1,3}(?:[,.\u202f ]\d{3})+(?:[.,]\d{2})?|\d+(?:[.,]\d{2})?"
+_AMOUNT = re.compile(
+    rf"{_CURRENCY}\s?({_NUMBER})\b|\b({_NUMBER})\s?{_CURRENCY}|(?<![\w,.])(\d{{1,3}}(?:,\d{{3}})*\.\d{{2}})\b(?![.,]?\d)", re.I
+)
+_WORD = re.compile(r"[^\W\d_][\w&-]*")
+_NOT_NAME = re.compile(
+    r"(?:i|jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec|mon|tue|wed|thu|fri|sat|sun)[a-z]*|q[1-4]", re.I
+)
+# A sentence ends at ".", "!" or "?" before a space (not inside "1,520.00"), or a line.
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
+
+
+def dates(text: str) -> set[tuple[int, int]]:
+    """The (month, day) pairs ``text`` names."""
+    found = set()
+    for m in _DAY_MONTH.finditer(text):
+        found.add((_MONTHS[m.group(2)[:3].casefold()], int(m.group(1))))
+    for m in _MONTH_DAY.finditer(text):
+        found.add((_MONTHS[m.group(1)[:3].casefold()], int(m.group(2))))
+    for m in _ISO.finditer(text):
+        found.add((int(m.group(1)), int(m.group(2))))
+    for m in _DOTTED.finditer(text):
+        found.add((int(m.group(2)), int(m.group(1))))
+    return {(month, day) for month, day in found if 1 <= month <= 12 and 1 <= day <= 31}
+
+
+def amounts(text: str) -> set[str]:
+    """The amounts ``text`` gives, as digits with two decimals ("1,250.00" and "1250"
+    beside a currency meet)."""
+    found = set()
+    for m in _AMOUNT.finditer(text):
+        raw = re.sub(r"[\u202f ]", "", next(g for g in m.groups() if g))
+        # The last separator followed by exactly two digits is the decimal point.
+        head, sep, cents = raw[:-3], raw[-3:-2], raw[-2:]
+        if sep in ",." and cents.isdigit() and len(raw) > 3:
+            whole = re.sub(r"[,.]", "", head)
+        else:
+            whole, cents = re.sub(r"[,.]", "", raw), "00"
+        if whole.isdigit():
+            found.add(f"{int(whole)}.{cents}")
+    return found
+
+
+def _values(kind: str, text: str) -> set:
+    return dates(text) if kind == "date" else amounts(text)
+
+
+def _kinds(question: str) -> list[str]:
+    """Which of a date and an amount the question asks for."""
+    asks = {k for _, kinds in asked.parts(question) for k in kinds}
+    out = []
+    if asks & {asked.DATE, asked.WHEN}:
+        out.append("date")
+    if asked.AMOUNT in asks:
+        out.append("amount")
+    return out
+
+
+@dataclass(frozen=True)
+class Subject:
+    """What the question is about: its codes, names and content-word stems."""
+
+    codes: tuple[str, ...]
+    names: list[str]
+    words: set[str]
+
+
+def _names(question: str) -> list[str]:
+    """Capitalised words past the question's first word, but months, weekdays and
+    quarters: the names of who or what it is about ("Initech", "Fabrikam")."""
+    words = _WORD.findall(question)[1:]
+    return [w.casefold() for w in words if w[:1].isupper() and not _NOT_NAME.fullmatch(w)]
+
+
+def _about(subject: Subject, m: EvidenceMessage, sentence: str) -> int:
+    """How strongly ``sentence`` of ``m`` names what the question is about: 0 when it
+    does not. The question's names must be in it or in its message's subject; a code
+    the question names must be in it; without a code, most of the question's words
+    (at least two)."""
+    low, title = sentence.casefold(), m.subject.casefold()
+    if not all(re.search(rf"\b{re.escape(n)}\b", low) or re.search(rf"\b{re.escape(n)}\b", title)
+               for n in subject.names):
+        return 0
+    if subject.codes:
+        return len(subject.words) + 1 if all(c.casefold() in low for c in subject.codes) else 0
+    shared = len(subject.words & stems(sentence))
+    return shared if shared >= max(2, (len(subject.words) + 1) // 2) else 0
+
+
+def _sentences(m: EvidenceMessage) -> list[str]:
+    text = own_text(m.body)
+    # A wrapped line goes on with the next; a blank line or a sentence end stops it.
+    text = re.sub(r"(?<![.!?:\n])\n(?!\n)", " ", text)
+    return [s.strip() for s in _SENTENCE_END.split(text) if s.strip()]
+
+
+def _statement(m: EvidenceMessage, sentence: str) -> DraftSentence:
+    """``sentence`` word for word, with who wrote it and when, cited to its message."""
+    d: datetime | None = m.date
+    who = sender_name(m.sender)
+    text = f'{who}, {d.day} {d.strftime("%B")}: "{sentence}"' if d else f'{who}: "{sentence}"'
+    return DraftSentence(text=text, citations=[m.message_id])
+
+
+def other_statements(
+    question: str, answer: Sequence[DraftSentence], evidence: Sequence[EvidenceMessage]
+) -> list[DraftSentence]:
+    """Sentences of other evidence messages that give what the question asks for
+    differently from ``answer`` (see the module docstring), at most ``MAX_ADDED``, the
+    closest to the question first."""
+    kinds = _kinds(question)
+    if not kinds or not answer:
+        return []
+    said = " ".join(s.text for s in answer)
+    cited = {m for s in answer for m in s.citations}
+    subject = Subject(asked.codes(question), _names(question), stems(question))
+    found: list[tuple[int, float, frozenset, DraftSentence]] = []
+    for m in evidence:
+        if m.message_id in cited:
+            continue
+        for sentence in _sentences(m):
+            if sentence.endswith("?") or '"' in sentence:
+                continue  # a question asks, it states nothing; a quote would break ours
+            score = _about(subject, m, sentence)
+            if not score:
+                continue
+            for kind in kinds:
+                given, stated = _values(kind, said), _values(kind, sentence)
+                if given and stated - given:
+                    newest = m.date.timestamp() if m.date else 0.0
+                    found.append((score, newest, frozenset(stated), _statement(m, sentence)))
+                    break
+    found.sort(key=lambda f: (-f[0], -f[1]))
+    out: list[DraftSentence] = []
+    versions: set[frozenset] = set()
+    for _, _, stated, sentence in found:
+        if stated not in versions:  # one statement of each other version
+            versions.add(stated)
+            out.append(sentence)
+    return out[:MAX_ADDED]
