@@ -93,7 +93,7 @@ class Answerer:
     def _cite(self, question: str, written: list[DraftSentence], evidence: list[EvidenceMessage], step: StepTrace) -> Draft:
         """The draft with each sentence's citations, both choices recorded in ``step``.
 
-        The first sentence is the answer. A later one must restate what the question
+        The first sentence is the answer; one written again is kept once. A later one must restate what the question
         is about (half its content words, at least two), give a part of the question
         the sentences before it left out (:func:`shared.asked.missing`), or go on with
         the first sentence's own subject and a figure ("... because of a deductible."
@@ -109,11 +109,19 @@ class Answerer:
         amount of the invoice) is added word for word (:mod:`.disagreement`).
         """
         kept = written[:1]
+        repeated = 0
         for s in written[1:]:
-            if _addresses(question, [k.text for k in kept], s.text):
+            same = next((i for i, k in enumerate(kept) if _folded(k.text) == _folded(s.text)), None)
+            if same is not None:
+                # The small model writes one sentence twice, citing two passages: one
+                # sentence, both passages.
+                merged = kept[same].citations + [m for m in s.citations if m not in kept[same].citations]
+                kept[same] = DraftSentence(text=kept[same].text, citations=merged)
+                repeated += 1
+            elif _addresses(question, [k.text for k in kept], s.text):
                 kept.append(s)
-        if len(kept) < len(written):
-            step.note = f"dropped {len(written) - len(kept)} sentence(s) that do not address the question"
+        if len(kept) + repeated < len(written):
+            step.note = f"dropped {len(written) - len(kept) - repeated} sentence(s) that do not address the question"
         sentences = []
         for s in kept:
             by_code = attribute(s.text, evidence, preferred=s.citations)
@@ -130,6 +138,11 @@ class Answerer:
 
 
 _DIGIT = re.compile(r"\d")
+_NOT_WORD = re.compile(r"\W+")
+
+
+def _folded(text: str) -> str:
+    return _NOT_WORD.sub(" ", text.casefold()).strip()
 
 
 def _addresses(question: str, before: list[str], sentence: str) -> bool:

@@ -232,3 +232,25 @@ async def test_a_second_sentence_stays_when_it_adds_what_was_asked(redis, model,
     await Answerer(redis, model).answer(request(run_id, proposed, question=question))
     out = await handed_on(redis, run_id)
     assert [s.text for s in out.draft.sentences] == [p.text for p in proposed[: 2 if kept else 1]]
+
+
+async def test_a_sentence_written_twice_is_kept_once_with_both_citations(redis, model):
+    run_id = await run_with(redis, PHOTOS, ACCEPT)
+    text = "Northwind accepts the Golf claim and pays EUR 2,115.50."
+    proposed = [DraftSentence(text=text, citations=["m-accept"]), DraftSentence(text=text.upper(), citations=["m-photos"])]
+    await Answerer(redis, model, citation_source="model").answer(request(run_id, proposed))
+    out = await handed_on(redis, run_id)
+    assert [(s.text, s.citations) for s in out.draft.sentences] == [(text, ["m-accept", "m-photos"])]
+    assert "dropped" not in (out.trace.steps[-1].note or "")
+
+
+async def test_another_messages_different_amount_is_added_to_the_draft(redis, model):
+    corrected = msg("m-corrected", "Correction: for claim CLM-2024-55817 Northwind pays EUR 2,340.50, not less.", 29)
+    run_id = await run_with(redis, PHOTOS, ACCEPT, corrected)
+    question = "How much does Northwind pay on claim CLM-2024-55817?"
+    proposed = [DraftSentence(text="Northwind pays EUR 2,115.50 after the deductible.", citations=["m-accept"])]
+    await Answerer(redis, model).answer(request(run_id, proposed, focus=["m-accept", "m-corrected"], question=question))
+    out = await handed_on(redis, run_id)
+    assert [s.citations for s in out.draft.sentences] == [["m-accept"], ["m-corrected"]]
+    assert out.draft.sentences[1].text.startswith('Sabine Roth, 29 March: "Correction: for claim CLM-2024-55817')
+    assert "added 1 statement" in (out.trace.steps[-1].note or "")
