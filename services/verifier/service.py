@@ -25,7 +25,9 @@ A sentence (after this service's own split) is kept only when
    when the sentence adds something its sources hold (a figure, or a word of its own
    that a source states, not only as its sender's name or sign-off), denies nothing and
    does not answer a yes/no question ("the new forklifts will arrive in mid-June" for a
-   message saying "delivery expected in mid-June"); otherwise they count like any;
+   message saying "delivery expected in mid-June"); otherwise they count like any. In an
+   answer to "when" that gives the time, words that only say it happens then
+   ("scheduled", "takes place") do not count either;
 8. what the question pins down is named by its sources (else ``off_question``,
    offending: what is missing; see :mod:`.question`): a code (an invoice, claim or
    order number) by a cited message, a proper name, a month or a quarter ("Q2", or
@@ -62,11 +64,11 @@ from services.verifier.amounts import as_amount
 from services.verifier.citations import parse_structured, strip_markers
 from services.verifier.figures import normalize_figures, sentence_figures
 from services.verifier.outcome import degraded_hits, model_note, reason_code
-from services.verifier.question import Pinned, gives, pinned
+from services.verifier.question import WHEN, Pinned, gives, pinned
 from services.verifier.quotes import extract_quotes
 from services.verifier.sources import Source, Sources
 from services.verifier.splitter import split_sentences
-from services.verifier.support import blank_figures, content_words
+from services.verifier.support import WHEN_WORDS, blank_figures, content_words
 from services.verifier.support import unsupported_words as unsupported_words  # for calibration
 from shared.messages import (
     Answer,
@@ -224,6 +226,8 @@ def _check(
     # yes/no question ("Yes, Sabine Roth asked for new bank details") are checked whole.
     restating = adds and not negated and not question.polar
     claim = [(w, st) for w, st in content if st not in question.words] if restating else content
+    if restating and question.asks == WHEN and gives(WHEN, clean):
+        claim = [(w, st) for w, st in claim if st not in WHEN_WORDS]
     # The length that makes a sentence worth counting is the whole sentence's: "The Golf
     # claim was REJECTED" restates two words and claims one, which must then be found.
     if len(content) >= MIN_CONTENT_WORDS or (negated and content):

@@ -109,6 +109,12 @@ def _undouble(w: str) -> str:
 _STEMS: dict[str, str] = {}
 _GENERIC_STEMS = frozenset(stem(w) for w in GENERIC)
 
+# Words that only say that something happens at a time. In an answer to "when" that gives
+# the time ("the refresher training is scheduled for April 4th" for a note saying
+# "refresher training for all drivers on 4 April"), the date is the claim and the figures
+# check owns it; "scheduled" claims no more than "is on" would.
+WHEN_WORDS = frozenset(stem(w) for w in "scheduled planned place takes held happens".split())
+
 
 def cached_stem(word: str) -> str:
     s = _STEMS.get(word)

@@ -236,6 +236,31 @@ def test_an_answer_that_restates_the_question_in_its_own_words_is_kept() -> None
     assert [s.text for s in verdict.kept] == ["The new forklifts will arrive in mid-June."]
 
 
+def _meeting_note():
+    return message(
+        "m616161616161", "Decisions\n1. Forklift refresher training for all drivers on 4 April.",
+        subject="Meeting note: warehouse",
+    )
+
+
+def test_saying_when_it_is_scheduled_claims_no_more_than_the_date() -> None:
+    verdict = _verify(
+        "When is the forklift refresher training for the drivers?",
+        ("The forklift refresher training is scheduled for April 4th.", "m616161616161"),
+        extra=[_meeting_note()],
+    )
+    assert [s.text for s in verdict.kept] == ["The forklift refresher training is scheduled for April 4th."]
+
+
+def test_scheduled_is_a_claim_where_the_question_asks_no_time() -> None:
+    verdict = _verify(
+        "Who gives the forklift refresher training on 4 April?",
+        ("The forklift refresher training is scheduled for April 4th.", "m616161616161"),
+        extra=[_meeting_note()],
+    )
+    assert [(r.reason, r.offending) for r in verdict.removed] == [("unsupported_claim", "scheduled")]
+
+
 def _review_moved():
     return message(
         "m707070707070",
