@@ -73,6 +73,12 @@ _QUARTER = re.compile(r"Q[1-4]")
 _POLAR = re.compile(
     r"\W*(?:did|does|do|is|are|was|were|has|have|had|can|could|will|would|should|shall|may|must)(?:n't)?\b", re.I
 )
+# "Can you check my mail and tell me when ...": a request, not a yes/no question.
+_REQUEST = re.compile(
+    r"\W*(?:can|could|would|will)\s+you\s+(?:please\s+)?(?:check|tell|find|look|show|give|let|search|see|say)\b",
+    re.I,
+)
+_WHETHER = re.compile(r"\b(?:if|whether)\b", re.I)
 _CURRENCY = re.compile(r"eur|usd|gbp|chf|[€$£]")
 
 
@@ -135,7 +141,14 @@ def pinned(question: str) -> Pinned:
             names.extend(p.casefold() for p in word.split("-") if len(p) > 1 or p.isdigit())
     words = frozenset(stem for _, stem in content_words(figures.normalize_figures(question).text))
     return Pinned(codes, tuple(dict.fromkeys(names)), tuple(dict.fromkeys(months)), asks(question), words,
-                  _POLAR.match(question) is not None, tuple(dict.fromkeys(quarters)))
+                  _polar(question), tuple(dict.fromkeys(quarters)))
+
+
+def _polar(question: str) -> bool:
+    """A yes/no question; "could you tell me whether ..." still is one."""
+    if _POLAR.match(question) is None:
+        return False
+    return _REQUEST.match(question) is None or _WHETHER.search(question) is not None
 
 
 def gives(kind: str, sentence: str) -> bool:

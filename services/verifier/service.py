@@ -18,7 +18,8 @@ A sentence (after this service's own split) is kept only when
 7. at most ``unsupported_threshold`` of its content words (stemmed, stop words and
    generic answer words left out, quotes included) are missing from all of the messages
    it cites, once it has at least ``MIN_CONTENT_WORDS`` of them, and none at all when
-   it denies something ("No, your mailbox is not full") (else ``unsupported_claim``,
+   it denies something ("No, your mailbox is not full"; a bare leading "No," before an
+   answer to a question that is not yes/no denies nothing) (else ``unsupported_claim``,
    offending: up to five missing words; see :mod:`.support`).
    A real quote cannot carry an invented claim past this. The question's words a
    sentence restates are its subject, not its claim, and are left out of the count
@@ -106,6 +107,7 @@ UNSUPPORTED_THRESHOLD = 0.3
 # mailbox is a negation made up from absence, whatever its length.
 MIN_CONTENT_WORDS = 3
 _NEGATION = re.compile(r"\b(?:no|not|never|none|nothing|cannot)\b|n't\b", re.I)
+_LEADING_NO = re.compile(r"\A\W*no\b[,.!:;]?", re.I)
 MAX_OFFENDING_WORDS = 5
 
 
@@ -219,7 +221,11 @@ def _check(
     topic = _off_topic(question, content, sources, cited, own_words)
     if topic is not None:
         return removed("off_question", topic)
-    negated = _NEGATION.search(clean) is not None
+    # A bare "No," before an answer to a question that is not yes/no ("No, the dentist's
+    # appointment is on Monday, 29 April" for "when is my dentist appointment?") denies
+    # nothing: the small model's habit, not a claim.
+    denial = clean if question.polar else _LEADING_NO.sub("", clean)
+    negated = _NEGATION.search(denial) is not None
     # An answer restates its question ("the new forklifts will arrive in mid-June"): the
     # question's words are its subject, not its claim, once the sentence adds something
     # its sources hold. A denial, a sentence that adds nothing, and any answer to a

@@ -261,6 +261,39 @@ def test_scheduled_is_a_claim_where_the_question_asks_no_time() -> None:
     assert [(r.reason, r.offending) for r in verdict.removed] == [("unsupported_claim", "scheduled")]
 
 
+@pytest.mark.parametrize(
+    ("question", "polar"),
+    [
+        ("Did the insurer accept the Golf claim?", True),
+        ("Could you tell me if the insurer paid?", True),
+        ("Can you check my mail and tell me when my dentist appointment is?", False),
+        ("When is my dentist appointment?", False),
+    ],
+)
+def test_a_request_to_tell_when_is_no_yes_no_question(question, polar) -> None:
+    assert pinned(question).polar is polar
+
+
+def _appointment():
+    return message(
+        "m626262626262", "Dear Ms Martin,\nwe confirm your appointment on Monday, 29 April 2024 at 8:00.\nDr. Lang dental practice",
+        subject="Appointment reminder", sender="Zahnarztpraxis Dr. Lang <praxis@dr-lang.example>",
+    )
+
+
+def test_a_bare_no_before_an_answer_to_when_denies_nothing() -> None:
+    sentence = "No, the dentist's appointment is on Monday, 29 April 2024 at 8:00."
+    verdict = _verify("Can you check my mail and tell me when my dentist appointment is?", (sentence, "m626262626262"),
+                      extra=[_appointment()])
+    assert [s.text for s in verdict.kept] == [sentence]
+
+
+def test_a_denial_in_an_answer_to_when_is_still_checked_whole() -> None:
+    verdict = _verify("When is my dentist appointment?",
+                      ("No, the dentist appointment is not on Monday.", "m626262626262"), extra=[_appointment()])
+    assert [(r.reason, r.offending) for r in verdict.removed] == [("unsupported_claim", "dentist")]
+
+
 def _review_moved():
     return message(
         "m707070707070",
