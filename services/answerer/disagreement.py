@@ -41,8 +41,12 @@ _AMOUNT = re.compile(
 )
 _WORD = re.compile(r"[^\W\d_][\w&-]*")
 _NOT_NAME = re.compile(
-    r"(?:i|jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec|mon|tue|wed|thu|fri|sat|sun)[a-z]*|q[1-4]", re.I
+    r"i|q[1-4]|(?:jan|feb|mar|apr|jun|jul|aug|sept?|oct|nov|dec|mon|tues?|wed|thu|thurs|fri|sat|sun)\.?"
+    r"|january|february|march|april|may|june|july|august|september|october|november|december"
+    r"|monday|tuesday|wednesday|thursday|friday|saturday|sunday",
+    re.I,
 )
+_QUOTES = re.compile("[\"“”„]")
 # A sentence ends at ".", "!" or "?" before a space (not inside "1,520.00"), or a line.
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
 
@@ -156,7 +160,7 @@ def other_statements(
         if m.message_id in cited:
             continue
         for sentence in _sentences(m):
-            if sentence.endswith("?") or '"' in sentence:
+            if sentence.endswith("?") or _QUOTES.search(sentence):
                 continue  # a question asks, it states nothing; a quote would break ours
             score = _about(subject, m, sentence)
             if not score:

@@ -95,10 +95,15 @@ def test_an_answer_without_a_date_is_not_contradicted() -> None:
     assert other_statements(REVIEW, [vague], [PRIYA, TOM]) == []
 
 
-def test_a_name_the_question_gives_must_be_in_the_statement_or_its_subject() -> None:
-    answer = [DraftSentence(text="We ordered desks from Initech for EUR 3,150.00.", citations=["m-invoice"])]
-    # Lukas's mail orders brochures, at another amount, from Fabrikam.
-    assert other_statements("What did we order from Initech in April, and what does it cost?", answer, [HEADS_UP]) == []
+@pytest.mark.parametrize(
+    ("subject", "added"), [("Initech order", True), ("Printing order", False)], ids=["named", "not_named"]
+)
+def test_a_name_the_question_gives_must_be_in_the_statement_or_its_subject(subject, added) -> None:
+    answer = [DraftSentence(text="The April order from Initech cost EUR 3,150.00.", citations=["m-invoice"])]
+    other = msg("m-other", "The April order cost EUR 1,520.00 in the end.", sender="Lukas <lukas@acme.example>",
+                day=6, subject=subject)
+    question = "How much did the April order from Initech cost?"
+    assert bool(other_statements(question, answer, [INVOICE, other])) is added
 
 
 def test_at_most_a_few_other_versions_are_added() -> None:
