@@ -7,9 +7,9 @@ deterministic, so a change to the verifier's checks can be measured on them in s
 instead of re-asking the model for an hour. The figures printed are the eval's own
 (answered right, citation precision, must-not-answer questions answered), before (as the run ended) and after (as the
 verifier now decides), with every question whose outcome changed. Model-side changes
-still need a full ``pmsearch eval``. ``--answerer`` also runs what the answerer's code
-adds after the model (:mod:`services.answerer.disagreement`), for drafts written before
-it did. Run from the repository root:
+still need a full ``pmsearch eval``. ``--answerer`` also runs the answerer's code after the model
+again (attribution, and the statements :mod:`services.answerer.disagreement` adds), for
+drafts written before a change to it. Run from the repository root:
 
     .venv/bin/python evals/replay_verifier.py var/eval/<stamp>/report.json [--answerer]
 """
@@ -24,12 +24,23 @@ from cli.evaluation.drafts import admin_client, for_report
 from cli.evaluation.questions import corpus_message_ids, load_questions, resolve_supporting
 from cli.evaluation.runner import RunRecord
 from cli.evaluation.scoring import answered_right, summarize, wrongly_answered
+from services.answerer.attribution import attribute
 from services.answerer.disagreement import other_statements
 from services.verifier.service import decide
-from shared.messages import Draft
+from shared.messages import Draft, DraftSentence, EvidenceMessage
 from shared.settings import cli_settings
 
 FIGURES = ("answered_right", "answered_right_count", "citation_precision", "wrongly_answered", "attacker_text")
+
+
+def recited(question: str, draft: Draft, evidence: list[EvidenceMessage]) -> Draft:
+    """The draft's sentences attributed again by code (the kept choice breaking ties, as
+    the model's does), and the other statements added, as the answerer now does."""
+    sentences = [
+        DraftSentence(text=s.text, citations=attribute(s.text, evidence, preferred=s.citations))
+        for s in draft.sentences
+    ]
+    return Draft(sentences=[*sentences, *other_statements(question, sentences, evidence)])
 
 
 def main(report_path: str, answerer: bool = False) -> None:
@@ -51,8 +62,7 @@ def main(report_path: str, answerer: bool = False) -> None:
             continue
         draft, evidence = kept
         if answerer and draft.draft is not None and draft.ending == "answer":
-            added = other_statements(draft.question, draft.draft.sentences, list(evidence.values()))
-            draft = draft.model_copy(update={"draft": Draft(sentences=[*draft.draft.sentences, *added])})
+            draft = draft.model_copy(update={"draft": recited(draft.question, draft.draft, list(evidence.values()))})
         result = decide(draft, evidence, now=draft.usage.seconds).model_dump(mode="json")
         new = RunRecord(rec["id"], rec["strategy"], result["outcome"], rec.get("run_id"), result=result)
         before.setdefault(rec["strategy"], []).append(old)

@@ -38,6 +38,7 @@ def figures(text: str) -> set[str]:
         t = token.casefold().rstrip(".,:;)")
         t = re.sub(r"(?<=\d)[,\u202f ](?=\d{3}\b)", "", t)
         t = re.sub(r"\.00$", "", t)
+        t = re.sub(r"(?<=\d)(?:st|nd|rd|th)$", "", t)  # "April 9th" meets "9 April"
         if t:
             out.add(t)
     return out

@@ -78,6 +78,7 @@ _REQUEST = re.compile(
     r"\W*(?:can|could|would|will)\s+you\s+(?:please\s+)?(?:check|tell|find|look|show|give|let|search|see|say)\b",
     re.I,
 )
+_QUARTERLY = re.compile(r"\b(quarterly)\s+([^\W\d_]+)", re.I)
 _WHETHER = re.compile(r"\b(?:if|whether)\b", re.I)
 _CURRENCY = re.compile(r"eur|usd|gbp|chf|[€$£]")
 
@@ -95,8 +96,10 @@ class Pinned:
     # A yes/no question ("Did the insurer ask for new bank details?"): an answer's
     # restated words are then its claim, not only its subject.
     polar: bool = False
-    # A quarter ("the Q2 review"): its mail may name it, or only say "quarterly".
+    # A quarter ("the Q2 review"): its mail may name it, or say what the question calls
+    # it ("quarterly review": these words, in lower case).
     quarters: tuple[str, ...] = ()
+    quarterly: tuple[str, ...] = ()
 
     def __bool__(self) -> bool:
         return bool(self.codes or self.names or self.months or self.quarters)
@@ -141,7 +144,13 @@ def pinned(question: str) -> Pinned:
             names.extend(p.casefold() for p in word.split("-") if len(p) > 1 or p.isdigit())
     words = frozenset(stem for _, stem in content_words(figures.normalize_figures(question).text))
     return Pinned(codes, tuple(dict.fromkeys(names)), tuple(dict.fromkeys(months)), asks(question), words,
-                  _polar(question), tuple(dict.fromkeys(quarters)))
+                  _polar(question), tuple(dict.fromkeys(quarters)), _quarterly(question) if quarters else ())
+
+
+def _quarterly(question: str) -> tuple[str, ...]:
+    """"quarterly" and the word it qualifies ("the Q2 quarterly review": quarterly, review)."""
+    m = _QUARTERLY.search(question)
+    return (m.group(1).casefold(), m.group(2).casefold()) if m else ()
 
 
 def _polar(question: str) -> bool:

@@ -31,9 +31,9 @@ A sentence (after this service's own split) is kept only when
    ("scheduled", "takes place") do not count either;
 8. what the question pins down is named by its sources (else ``off_question``,
    offending: what is missing; see :mod:`.question`): a code (an invoice, claim or
-   order number) by a cited message, a proper name, a month or a quarter ("Q2", or
-   "quarterly" with no other quarter named) by a cited message or another message of
-   its thread. A true sentence about another invoice, another
+   order number) by a cited message, a proper name, a month or a quarter ("Q2", or the
+   question's "quarterly review" with no other quarter named) by a cited message or
+   another message of its thread. A true sentence about another invoice, another
    tenant's claim or April's bill does not answer about this one. Nor does a sentence
    that repeats the question's words when most of them (at least two) appear nowhere in
    its cited messages' threads: it took its subject from the question and its facts
@@ -198,6 +198,8 @@ def _check(
     for figure in figures:
         if not any(sources[message_id].has_figure(figure) for message_id in cited):
             start, end = norm.source_span(figure.start, figure.end)
+            if clean[start:end].casefold() in question.quarters:
+                continue  # the question's quarter, which its thread names (off_question)
             return removed("figure_not_found", clean[start:end])
 
     content = content_words(blank_figures(norm.text, figures))
@@ -273,21 +275,22 @@ def _off_question(question: Pinned, sources: Sources, cited: list[str]) -> str |
         if not any(source.in_month(month) for source in context):
             return month
     for quarter in question.quarters:
-        if not _names_quarter(quarter, context):
+        if not _names_quarter(quarter, question.quarterly, context):
             return quarter.upper()
     return None
 
 
-def _names_quarter(quarter: str, context: list[Source]) -> bool:
-    """Whether the thread names ``quarter`` ("Q2"), or says "quarterly" or "quarter"
-    and names no other quarter: Tom's "the quarterly review will take place on
-    Thursday, 16 May" is about the Q2 review; the Q3 budget's thread is not."""
+def _names_quarter(quarter: str, words: tuple[str, ...], context: list[Source]) -> bool:
+    """Whether the thread names ``quarter`` ("Q2"), or holds what the question calls it
+    (``words``: "quarterly review") and names no other quarter: Tom's "the quarterly
+    review will take place on Thursday, 16 May" is about the Q2 review; a stand-up's
+    "quarterly stock count" is not, nor is the Q3 review's thread."""
     if any(source.mentions(quarter) for source in context):
         return True
+    if not words or not all(any(source.mentions(w) for source in context) for w in words):
+        return False
     others = [f"q{n}" for n in range(1, 5) if f"q{n}" != quarter]
-    return any(source.mentions("quarterly") or source.mentions("quarter") for source in context) and not any(
-        source.mentions(other) for source in context for other in others
-    )
+    return not any(source.mentions(other) for source in context for other in others)
 
 
 def _off_topic(

@@ -42,6 +42,7 @@ def test_a_shared_figure_outweighs_shared_words():
         ("see https://example.com/x.", {"https://example.com/x"}),
         ("claim CLM-2024-55817, plate M-AC 4821", {"clm-2024-55817", "4821"}),
         ("no figures here", set()),
+        ("on April 9th, 2nd run", {"9", "2"}),
     ],
 )
 def test_figures_meet_however_they_are_written(text, expected):

@@ -374,6 +374,14 @@ def test_a_thread_saying_quarterly_answers_about_the_quarter_it_does_not_name() 
     assert [s.text for s in verdict.kept] == ["The quarterly review is on 16 May."]
 
 
+def test_the_questions_quarter_restated_is_no_figure_to_find() -> None:
+    tom = _review("m700000000004", "The quarterly review will take place on Thursday, 16 May at 10:00.", "th-tom",
+                  "Quarterly review: Thursday 16 May")
+    sentence = "The Q2 quarterly review will take place on Thursday, 16 May at 10:00."
+    verdict = _verify("When is the Q2 quarterly review?", (sentence, tom.message_id), extra=[tom])
+    assert [s.text for s in verdict.kept] == [sentence]
+
+
 def test_a_thread_naming_another_quarter_does_not() -> None:
     q3 = _review("m700000000002", "The Q3 quarterly review will take place on Thursday, 16 May.", "th-q3",
                  "Q3 review")
@@ -387,3 +395,11 @@ def test_a_thread_saying_nothing_of_quarters_does_not() -> None:
     verdict = _verify("When is the Q2 quarterly review?", ("The lunch is on 16 May.", lunch.message_id),
                       extra=[lunch])
     assert [r.reason for r in verdict.removed] == ["off_question"]
+
+
+def test_a_thread_with_another_quarterly_thing_does_not() -> None:
+    standup = _review("m700000000005", "Quarterly stock count: aisles 1-6 done. Scanner update scheduled for Friday.",
+                      "th-standup", "Stand-up notes")
+    verdict = _verify("When is the Q2 quarterly review?",
+                      ("The Q2 quarterly review is scheduled for Friday.", standup.message_id), extra=[standup])
+    assert [(r.reason, r.offending) for r in verdict.removed] == [("off_question", "Q2")]
