@@ -5,7 +5,7 @@ Tom announces it for Thursday 16 May) or one invoice two amounts (the invoice sa
 EUR 1,250.00, a colleague says it should be EUR 1,520.00). The embedded model answers
 from one of them, although the prompt asks for both versions; a reader told only one
 is misled. Code finds the others: a sentence of another evidence message that names
-what the question is about (its invoice or claim code, else most of its words) and
+what the question is about (its invoice or claim code, else all its words, or all but one of many) and
 gives a date or amount of the asked kind that the answer does not hold. It is added
 word for word with who wrote it and when (``Tom Richter, 3 May: "..."``), cited to its
 message, and the verifier checks it like any sentence.
@@ -46,6 +46,9 @@ _NOT_NAME = re.compile(
     r"|monday|tuesday|wednesday|thursday|friday|saturday|sunday",
     re.I,
 )
+# Words that ask rather than name what the question is about (as shared.passages.stems
+# cuts them).
+_ASKING = stems("much many long often get got say said tell know check look find see")
 _QUOTES = re.compile("[\"“”„]")
 # A sentence ends at ".", "!" or "?" before a space (not inside "1,520.00"), or a line.
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
@@ -116,8 +119,9 @@ def _names(question: str) -> list[str]:
 def _about(subject: Subject, m: EvidenceMessage, sentence: str) -> int:
     """How strongly ``sentence`` of ``m`` names what the question is about: 0 when it
     does not. The question's names must be in it or in its message's subject; a code
-    the question names must be in it; without a code, most of the question's words
-    (at least two)."""
+    the question names must be in it; without a code, all of the question's words (all
+    but one of four or more; at least two): "moving boxes" and a move's date in a
+    removal quote are not the boxes' delivery."""
     low, title = sentence.casefold(), m.subject.casefold()
     if not all(re.search(rf"\b{re.escape(n)}\b", low) or re.search(rf"\b{re.escape(n)}\b", title)
                for n in subject.names):
@@ -125,7 +129,8 @@ def _about(subject: Subject, m: EvidenceMessage, sentence: str) -> int:
     if subject.codes:
         return len(subject.words) + 1 if all(c.casefold() in low for c in subject.codes) else 0
     shared = len(subject.words & stems(sentence))
-    return shared if shared >= max(2, (len(subject.words) + 1) // 2) else 0
+    n = len(subject.words)
+    return shared if shared >= max(2, n if n <= 3 else n - 1) else 0
 
 
 def _sentences(m: EvidenceMessage) -> list[str]:
@@ -154,7 +159,7 @@ def other_statements(
         return []
     said = " ".join(s.text for s in answer)
     cited = {m for s in answer for m in s.citations}
-    subject = Subject(asked.codes(question), _names(question), stems(question))
+    subject = Subject(asked.codes(question), _names(question), stems(question) - _ASKING)
     found: list[tuple[int, float, frozenset, DraftSentence]] = []
     for m in evidence:
         if m.message_id in cited:

@@ -82,6 +82,13 @@ def test_a_message_about_something_else_adds_nothing() -> None:
     assert other_statements(REVIEW, [ON_14], [PRIYA, LUNCH]) == []
 
 
+def test_a_sentence_sharing_only_some_of_the_questions_words_is_about_something_else() -> None:
+    answer = [DraftSentence(text="The moving boxes get delivered on 27 May.", citations=["m-priya"])]
+    quote = msg("m-quote", "For moving the office on 1-2 June we quote EUR 7,800.00, including 300 moving boxes.",
+                sender="Hanseatic Movers <quotes@hanseatic.example>", day=4, subject="Quote")
+    assert other_statements("When do the moving boxes get delivered?", answer, [quote]) == []
+
+
 def test_a_question_in_the_mail_states_nothing() -> None:
     assert other_statements(REVIEW, [ON_14], [PRIYA, ALICE]) == []
 
