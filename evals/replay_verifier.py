@@ -25,7 +25,7 @@ from cli.evaluation.questions import corpus_message_ids, load_questions, resolve
 from cli.evaluation.runner import RunRecord
 from cli.evaluation.scoring import answered_right, summarize, wrongly_answered
 from services.answerer.attribution import attribute
-from services.answerer.disagreement import other_statements
+from services.answerer.disagreement import with_other_statements
 from services.verifier.service import decide
 from shared.messages import Draft, DraftSentence, EvidenceMessage
 from shared.settings import cli_settings
@@ -40,7 +40,7 @@ def recited(question: str, draft: Draft, evidence: list[EvidenceMessage]) -> Dra
         DraftSentence(text=s.text, citations=attribute(s.text, evidence, preferred=s.citations))
         for s in draft.sentences
     ]
-    return Draft(sentences=[*sentences, *other_statements(question, sentences, evidence)])
+    return Draft(sentences=with_other_statements(question, sentences, evidence))
 
 
 def main(report_path: str, answerer: bool = False) -> None:

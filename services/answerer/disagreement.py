@@ -157,8 +157,10 @@ def other_statements(
     kinds = _kinds(question)
     if not kinds or not answer:
         return []
-    said = " ".join(s.text for s in answer)
-    cited = {m for s in answer for m in s.citations}
+    # The first sentence is the answer; the model's later ones may be its own attempt at
+    # the other version, often worded past what the source says (see with_other_statements).
+    said = answer[0].text
+    cited = set(answer[0].citations)
     subject = Subject(asked.codes(question), _names(question), stems(question) - _ASKING)
     found: list[tuple[int, float, frozenset, DraftSentence]] = []
     for m in evidence:
@@ -184,3 +186,25 @@ def other_statements(
             versions.add(stated)
             out.append(sentence)
     return out[:MAX_ADDED]
+
+
+def with_other_statements(
+    question: str, answer: Sequence[DraftSentence], evidence: Sequence[EvidenceMessage]
+) -> list[DraftSentence]:
+    """``answer`` with the other statements added; a later sentence of the model's that
+    gives one of them in its own words, citing the same message, gives way to the words
+    of the message ("The latest message says that the right date is Thursday, 16 May"
+    claims more than Tom's mail states, and the verifier would remove it)."""
+    added = other_statements(question, answer, evidence)
+    if not added:
+        return list(answer)
+    kinds = _kinds(question)
+
+    def superseded(s: DraftSentence) -> bool:
+        return any(
+            set(s.citations) <= set(a.citations)
+            and any(_values(k, s.text) and _values(k, s.text) <= _values(k, a.text) for k in kinds)
+            for a in added
+        )
+
+    return [answer[0], *(s for s in answer[1:] if not superseded(s)), *added]

@@ -18,7 +18,7 @@ from redis.asyncio import Redis
 
 from services.answerer import metrics
 from services.answerer.attribution import attribute
-from services.answerer.disagreement import other_statements
+from services.answerer.disagreement import with_other_statements
 from services.answerer.prompts import answer_messages
 from shared import asked, streams
 from shared import passages as P
@@ -131,10 +131,11 @@ class Answerer:
             # invention) gets no citation by code, and the verifier removes it.
             chosen = by_code if self.citation_source == "code" else s.citations
             sentences.append(DraftSentence(text=s.text, citations=chosen))
-        others = other_statements(question, sentences, evidence)
-        if others:
-            step.note = "; ".join(filter(None, [step.note, f"added {len(others)} statement(s) the answer disagrees with"]))
-        return Draft(sentences=sentences + others)
+        completed = with_other_statements(question, sentences, evidence)
+        added = [s for s in completed if s not in sentences]
+        if added:
+            step.note = "; ".join(filter(None, [step.note, f"added {len(added)} statement(s) the answer disagrees with"]))
+        return Draft(sentences=completed)
 
 
 _DIGIT = re.compile(r"\d")

@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from services.answerer.disagreement import MAX_ADDED, amounts, dates, other_statements
+from services.answerer.disagreement import MAX_ADDED, amounts, dates, other_statements, with_other_statements
 from services.verifier.service import verify
 from shared.messages import Draft, DraftSentence, EvidenceMessage
 
@@ -71,6 +71,19 @@ def test_the_added_statement_passes_verification() -> None:
     added = other_statements(REVIEW, [ON_14], list(evidence.values()))
     verdict = verify(Draft(sentences=[ON_14, *added]), evidence, question=REVIEW)
     assert [s.citations[0].message_id for s in verdict.kept] == ["m-priya", "m-tom"], verdict.removed
+
+
+def test_the_models_own_wording_of_the_other_version_gives_way_to_the_messages() -> None:
+    own = DraftSentence(text="The latest message says that the right date is Thursday, 16 May.", citations=["m-tom"])
+    completed = with_other_statements(REVIEW, [ON_14, own], [PRIYA, TOM])
+    assert [s.citations for s in completed] == [["m-priya"], ["m-tom"]]
+    assert completed[1].text.startswith('Tom Richter, 3 May: "quick note')
+
+
+def test_a_later_sentence_about_something_else_stays() -> None:
+    room = DraftSentence(text="It is in the Isar room.", citations=["m-tom"])
+    completed = with_other_statements(REVIEW, [ON_14, room], [PRIYA, TOM])
+    assert [s.text for s in completed][:2] == [ON_14.text, room.text] and len(completed) == 3
 
 
 def test_nothing_is_added_when_the_other_message_gives_the_same_date() -> None:
