@@ -128,7 +128,8 @@ def _gives(kind: str, answer: str, question: str) -> bool:
     if kind == LINK:
         return bool(_LINK_SHAPE.search(low))
     if kind == CONTACT:
-        return bool(_CONTACT_SHAPE.search(low))
+        # A claim or invoice number is no phone number ("quote CLM-2024-55817").
+        return bool(_CONTACT_SHAPE.search(CODE.sub(" ", answer).casefold()))
     if kind == PLACE:
         # A place the question already names ("be in Lyon") is not where exactly.
         return bool(_PLACE_SHAPE.search(_without_when(low)) or _names(answer, question))

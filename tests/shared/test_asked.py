@@ -34,6 +34,9 @@ def test_nouns_name_what_a_single_part_asks_for():
         ("How much is the Initech invoice and when is it due?", "It is due on 12 May.", ["amount"]),  # a day is no amount
         ("Who is handling the Golf claim, and how do I reach her?", "Sabine Roth handles it.", ["contact"]),
         ("Who is handling the Golf claim, and how do I reach her?", "Sabine Roth, sabine.roth@insurer.example.", []),
+        ("Who is handling the Golf claim, and how do I reach her?",
+         "Sabine Roth; quote the claim number CLM-2024-55817.", ["contact"]),  # a claim number is no phone
+        ("Who is handling the Golf claim, and how do I reach her?", "Sabine Roth, +49 89 8830 1456.", []),
         ("Who leads the night shift?", "The night shift is led by the shift lead.", ["person"]),
         ("Send me the link to the May invoice.", "The May invoice is online.", ["link"]),
         ("Did the insurer accept the Golf claim?", "Yes, it did.", []),  # a yes/no question asks for no shape
