@@ -25,6 +25,7 @@ from cli.evaluation.questions import corpus_message_ids, load_questions, resolve
 from cli.evaluation.runner import RunRecord
 from cli.evaluation.scoring import answered_right, summarize, wrongly_answered
 from services.answerer.attribution import attribute
+from services.answerer.details import with_details
 from services.answerer.disagreement import with_other_statements
 from services.verifier.service import decide
 from shared.messages import Draft, DraftSentence, EvidenceMessage
@@ -35,12 +36,15 @@ FIGURES = ("answered_right", "answered_right_count", "citation_precision", "wron
 
 def recited(question: str, draft: Draft, evidence: list[EvidenceMessage]) -> Draft:
     """The draft's sentences attributed again by code (the kept choice breaking ties, as
-    the model's does), and the other statements added, as the answerer now does."""
+    the model's does), and the source's details and the other statements added, as the
+    answerer now does. Sentences an earlier answerer added for details are dropped first:
+    they are added again if the code still finds them."""
     sentences = [
         DraftSentence(text=s.text, citations=attribute(s.text, evidence, preferred=s.citations))
         for s in draft.sentences
+        if s.completes is None
     ]
-    return Draft(sentences=with_other_statements(question, sentences, evidence))
+    return Draft(sentences=with_other_statements(question, with_details(question, sentences, evidence), evidence))
 
 
 def main(report_path: str, answerer: bool = False) -> None:

@@ -21,7 +21,7 @@ Outcome = Literal["answered", "insufficient_evidence", "budget_exhausted", "degr
 Ending = Literal["answer", "insufficient_evidence", "budget_exhausted", "degraded", "cancelled"]
 RemovalReason = Literal[
     "no_citation", "unknown_citation", "quote_not_found", "empty_sentence", "malformed",
-    "figure_not_found", "unsupported_claim", "off_question", "asked_figure_missing",
+    "figure_not_found", "unsupported_claim", "off_question", "asked_figure_missing", "answer_removed",
 ]
 # Why a run ended unanswered: fixed codes the verifier chooses from facts it checked,
 # never text a stage or a model wrote (that is ``RunResult.model_note`` at most).
@@ -338,6 +338,10 @@ class Trace(Contract):
 class DraftSentence(Contract):
     text: str
     citations: list[str] = Field(default_factory=list)
+    # Set by code on a source's sentence it adds for the details an earlier sentence
+    # leaves out: the index of that sentence. Without it the detail answers nothing, so
+    # the verifier removes it with that sentence (``answer_removed``).
+    completes: int | None = Field(default=None, ge=0)
 
 
 class Draft(Contract):

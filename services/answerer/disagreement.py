@@ -19,26 +19,15 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime
 
+from services.answerer.statements import quotable, sentences, statement
+from services.answerer.values import amounts, dates
 from shared import asked
 from shared.messages import DraftSentence, EvidenceMessage
-from shared.passages import own_text, sender_name, stems
+from shared.passages import stems
 
 MAX_ADDED = 2
 
-_MONTHS = {m: i + 1 for i, m in enumerate("jan feb mar apr may jun jul aug sep oct nov dec".split())}
-_MONTH = r"(jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?"
-_DAY_MONTH = re.compile(rf"\b(\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?{_MONTH}(?![a-z])", re.I)
-_MONTH_DAY = re.compile(rf"\b{_MONTH}\s+(\d{{1,2}})(?:st|nd|rd|th)?\b", re.I)
-_ISO = re.compile(r"\b\d{4}-(\d{2})-(\d{2})\b")
-_DOTTED = re.compile(r"\b(\d{1,2})\.(\d{1,2})\.(?:\d{2,4})?(?!\d)")
-# An amount: a number beside a currency, or one with cents ("1,000 brochures" counts).
-_CURRENCY = r"(?:\b(?:eur|usd|gbp|chf)(?![a-z])|[€$£])"
-_NUMBER = r"\d{1,3}(?:[,.\u202f ]\d{3})+(?:[.,]\d{2})?|\d+(?:[.,]\d{2})?"
-_AMOUNT = re.compile(
-    rf"{_CURRENCY}\s?({_NUMBER})\b|\b({_NUMBER})\s?{_CURRENCY}|(?<![\w,.])(\d{{1,3}}(?:,\d{{3}})*\.\d{{2}})\b(?![.,]?\d)", re.I
-)
 _WORD = re.compile(r"[^\W\d_][\w&-]*")
 _NOT_NAME = re.compile(
     r"i|q[1-4]|(?:jan|feb|mar|apr|jun|jul|aug|sept?|oct|nov|dec|mon|tues?|wed|thu|thurs|fri|sat|sun)\.?"
@@ -49,40 +38,6 @@ _NOT_NAME = re.compile(
 # Words that ask rather than name what the question is about (as shared.passages.stems
 # cuts them).
 _ASKING = stems("much many long often get got say said tell know check look find see")
-_QUOTES = re.compile("[\"“”„]")
-# A sentence ends at ".", "!" or "?" before a space (not inside "1,520.00"), or a line.
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
-
-
-def dates(text: str) -> set[tuple[int, int]]:
-    """The (month, day) pairs ``text`` names."""
-    found = set()
-    for m in _DAY_MONTH.finditer(text):
-        found.add((_MONTHS[m.group(2)[:3].casefold()], int(m.group(1))))
-    for m in _MONTH_DAY.finditer(text):
-        found.add((_MONTHS[m.group(1)[:3].casefold()], int(m.group(2))))
-    for m in _ISO.finditer(text):
-        found.add((int(m.group(1)), int(m.group(2))))
-    for m in _DOTTED.finditer(text):
-        found.add((int(m.group(2)), int(m.group(1))))
-    return {(month, day) for month, day in found if 1 <= month <= 12 and 1 <= day <= 31}
-
-
-def amounts(text: str) -> set[str]:
-    """The amounts ``text`` gives, as digits with two decimals ("1,250.00" and "1250"
-    beside a currency meet)."""
-    found = set()
-    for m in _AMOUNT.finditer(text):
-        raw = re.sub(r"[\u202f ]", "", next(g for g in m.groups() if g))
-        # The last separator followed by exactly two digits is the decimal point.
-        head, sep, cents = raw[:-3], raw[-3:-2], raw[-2:]
-        if sep in ",." and cents.isdigit() and len(raw) > 3:
-            whole = re.sub(r"[,.]", "", head)
-        else:
-            whole, cents = re.sub(r"[,.]", "", raw), "00"
-        if whole.isdigit():
-            found.add(f"{int(whole)}.{cents}")
-    return found
 
 
 def _values(kind: str, text: str) -> set:
@@ -133,21 +88,6 @@ def _about(subject: Subject, m: EvidenceMessage, sentence: str) -> int:
     return shared if shared >= max(2, n if n <= 3 else n - 1) else 0
 
 
-def _sentences(m: EvidenceMessage) -> list[str]:
-    text = own_text(m.body)
-    # A wrapped line goes on with the next; a blank line or a sentence end stops it.
-    text = re.sub(r"(?<![.!?:\n])\n(?!\n)", " ", text)
-    return [s.strip() for s in _SENTENCE_END.split(text) if s.strip()]
-
-
-def _statement(m: EvidenceMessage, sentence: str) -> DraftSentence:
-    """``sentence`` word for word, with who wrote it and when, cited to its message."""
-    d: datetime | None = m.date
-    who = sender_name(m.sender)
-    text = f'{who}, {d.day} {d.strftime("%B")}: "{sentence}"' if d else f'{who}: "{sentence}"'
-    return DraftSentence(text=text, citations=[m.message_id])
-
-
 def other_statements(
     question: str, answer: Sequence[DraftSentence], evidence: Sequence[EvidenceMessage]
 ) -> list[DraftSentence]:
@@ -166,9 +106,9 @@ def other_statements(
     for m in evidence:
         if m.message_id in cited:
             continue
-        for sentence in _sentences(m):
-            if sentence.endswith("?") or _QUOTES.search(sentence):
-                continue  # a question asks, it states nothing; a quote would break ours
+        for sentence in sentences(m):
+            if not quotable(sentence):
+                continue
             score = _about(subject, m, sentence)
             if not score:
                 continue
@@ -176,7 +116,7 @@ def other_statements(
                 given, stated = _values(kind, said), _values(kind, sentence)
                 if given and stated - given:
                     newest = m.date.timestamp() if m.date else 0.0
-                    found.append((score, newest, frozenset(stated), _statement(m, sentence)))
+                    found.append((score, newest, frozenset(stated), statement(m, sentence)))
                     break
     found.sort(key=lambda f: (-f[0], -f[1]))
     out: list[DraftSentence] = []

@@ -175,6 +175,14 @@ def gives(kind: str, sentence: str) -> bool:
     return kind == WHEN and _WHEN_WORDS.search(sentence.casefold()) is not None
 
 
+def gives_contact(sentence: str) -> bool:
+    """Whether ``sentence`` holds an e-mail address or a number long enough to be a
+    phone number."""
+    norm = figures.normalize_figures(sentence)
+    found = figures.sentence_figures(norm, sentence)
+    return any(key[0] == "e" for f in found for key in f.lookups) or any(_is_reference(norm.text, f) for f in found)
+
+
 def _is_reference(text: str, figure: figures.Figure) -> bool:
     """A number long enough to identify something (a phone or account group), not money."""
     if any(key[0] != "n" for key in figure.lookups):

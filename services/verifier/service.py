@@ -41,6 +41,10 @@ A sentence (after this service's own split) is kept only when
    sentence adds words of its own that its sources hold, it is an answer in other words
    and stays.
 
+A sentence code added for the details an earlier one leaves out (``completes``, see
+``services/answerer/details.py``) goes when that sentence goes (``answer_removed``):
+a source's particulars answer nothing on their own.
+
 And the answer as a whole: when the question's first clause asks for a figure ("how
 much", "when", "what's the number of", "the link to"), at least one kept sentence
 gives one of that kind, else every sentence is removed with ``asked_figure_missing``.
@@ -65,11 +69,11 @@ from services.verifier.amounts import as_amount
 from services.verifier.citations import parse_structured, strip_markers
 from services.verifier.figures import normalize_figures, sentence_figures
 from services.verifier.outcome import degraded_hits, model_note, reason_code
-from services.verifier.question import WHEN, Pinned, gives, pinned
+from services.verifier.question import WHEN, Pinned, gives, gives_contact, pinned
 from services.verifier.quotes import extract_quotes
 from services.verifier.sources import Source, Sources
 from services.verifier.splitter import split_sentences
-from services.verifier.support import WHEN_WORDS, blank_figures, content_words
+from services.verifier.support import CONTACT_WORDS, WHEN_WORDS, blank_figures, content_words
 from services.verifier.support import unsupported_words as unsupported_words  # for calibration
 from shared.messages import (
     Answer,
@@ -123,8 +127,9 @@ class Verdict(Contract):
         return Answer(text=" ".join(s.text for s in self.kept), sentences=self.kept)
 
 
-def _units(draft: Draft) -> list[tuple[str, list[str], list[str], bool]]:
-    """(text, inherited IDs, malformed citation entries, structured?) per draft unit.
+def _units(draft: Draft) -> list[tuple[str, list[str], list[str], bool, int | None]]:
+    """(text, inherited IDs, malformed citation entries, structured?, the unit it
+    completes) per draft unit.
 
     Structured sentences win over free text when both are given: they are the more
     explicit statement of what the model meant to cite.
@@ -133,9 +138,9 @@ def _units(draft: Draft) -> list[tuple[str, list[str], list[str], bool]]:
         units = []
         for item in draft.sentences:
             ids, malformed = parse_structured(item.citations)
-            units.append((item.text, ids, malformed, True))
+            units.append((item.text, ids, malformed, True, item.completes))
         return units
-    return [(draft.text or "", [], [], False)]
+    return [(draft.text or "", [], [], False, None)]
 
 
 def _content_words(norm_text: str) -> frozenset[str]:
@@ -236,6 +241,8 @@ def _check(
     claim = [(w, st) for w, st in content if st not in question.words] if restating else content
     if restating and question.asks == WHEN and gives(WHEN, clean):
         claim = [(w, st) for w, st in claim if st not in WHEN_WORDS]
+    if not negated and gives_contact(clean):
+        claim = [(w, st) for w, st in claim if st not in CONTACT_WORDS]
     # The length that makes a sentence worth counting is the whole sentence's: "The Golf
     # claim was REJECTED" restates two words and claims one, which must then be found.
     if len(content) >= MIN_CONTENT_WORDS or (negated and content):
@@ -337,16 +344,30 @@ def verify(
     sources = Sources(evidence)
     pins = pinned(question)
     verdict = Verdict()
-    for text, inherited, malformed, structured in _units(draft):
+    kept_by_unit: list[list[AnswerSentence]] = []
+    completing: list[tuple[int, int]] = []  # (unit, the unit it completes)
+    for unit, (text, inherited, malformed, structured, completes) in enumerate(_units(draft)):
         sentences = split_sentences(text)
         if not sentences and structured:
             verdict.removed.append(RemovedSentence(text=text, reason="empty_sentence"))
+        kept_by_unit.append([])
+        if completes is not None:
+            completing.append((unit, completes))
         for sentence in sentences:
             outcome = _check(sentence.text, inherited, malformed, sources, unsupported_threshold, pins)
             if isinstance(outcome, AnswerSentence):
                 verdict.kept.append(outcome)
+                kept_by_unit[unit].append(outcome)
             else:
                 verdict.removed.append(outcome)
+    for unit, completes in completing:
+        if completes < unit and not kept_by_unit[completes]:
+            # A source's details added to a sentence that did not stand: on their own
+            # they answer nothing ("EUR 1,260.00 for 42 broken tiles" under a removed
+            # "the damaged stock in hall B was worth ...").
+            for s in kept_by_unit[unit]:
+                verdict.kept.remove(s)
+                verdict.removed.append(RemovedSentence(text=s.text, reason="answer_removed"))
     if pins.asks and verdict.kept and not any(gives(pins.asks, s.text) for s in verdict.kept):
         # Each sentence may be true, but none gives what was asked ("how much" answered
         # without an amount): together they do not answer.

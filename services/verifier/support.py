@@ -115,6 +115,12 @@ _GENERIC_STEMS = frozenset(stem(w) for w in GENERIC)
 # check owns it; "scheduled" claims no more than "is on" would.
 WHEN_WORDS = frozenset(stem(w) for w in "scheduled planned place takes held happens".split())
 
+# Words that only say how to reach someone. In a sentence that gives an e-mail address or
+# a phone number ("contact her via email at sabine.roth@... or by phone at +49 40 ..."
+# for a signature line "(sabine.roth@..., +49 40 ...)"), the address and the number are
+# the claim and the figures check owns them.
+CONTACT_WORDS = frozenset(stem(w) for w in "contact reach phone telephone mobile call email write".split())
+
 
 def cached_stem(word: str) -> str:
     s = _STEMS.get(word)

@@ -6,7 +6,8 @@ from datetime import UTC, datetime
 
 import pytest
 
-from services.answerer.disagreement import MAX_ADDED, amounts, dates, other_statements, with_other_statements
+from services.answerer.disagreement import MAX_ADDED, other_statements, with_other_statements
+from services.answerer.values import amounts, dates
 from services.verifier.service import verify
 from shared.messages import Draft, DraftSentence, EvidenceMessage
 

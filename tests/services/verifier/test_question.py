@@ -403,3 +403,47 @@ def test_a_thread_with_another_quarterly_thing_does_not() -> None:
     verdict = _verify("When is the Q2 quarterly review?",
                       ("The Q2 quarterly review is scheduled for Friday.", standup.message_id), extra=[standup])
     assert [(r.reason, r.offending) for r in verdict.removed] == [("off_question", "Q2")]
+
+
+# ------------------------------------------------------- details added to an answer
+
+
+SETTLED = "your claim CLM-2024-55817 for the Golf (M-AC 4821) is settled."
+
+
+def _detail(text: str, cited: str, completes: int = 0) -> DraftSentence:
+    return DraftSentence(text=text, citations=[cited], completes=completes)
+
+
+def test_a_detail_goes_with_the_answer_it_completes() -> None:
+    ev = evidence()
+    draft = Draft(sentences=[DraftSentence(text="The Golf claim was paid by a unicorn in Berlin.", citations=[M5]),
+                             _detail(f'Anna Schmidt: "{SETTLED}"', M5)])
+    verdict = verify(draft, ev, question="Was the Golf claim settled?")
+    assert [r.reason for r in verdict.removed] == ["unsupported_claim", "answer_removed"] and not verdict.kept
+
+
+def test_a_detail_stays_with_an_answer_that_stands() -> None:
+    draft = Draft(sentences=[DraftSentence(text="Yes, the Golf claim is settled.", citations=[M5]),
+                             _detail(f'Anna Schmidt: "{SETTLED}"', M5)])
+    verdict = verify(draft, evidence(), question="Was the Golf claim settled?")
+    assert len(verdict.kept) == 2, verdict.removed
+
+
+def test_words_that_only_say_how_to_reach_someone_are_no_claim_beside_the_address() -> None:
+    adjuster = message("m626262626262", "Your adjuster is Sabine Roth (sabine.roth@insurer.example, +49 40 8830 1456).",
+                       subject="Golf claim registered")
+    verdict = _verify(
+        "Who is handling the Golf claim, and how do I reach her?",
+        ("You can contact Sabine Roth via email at sabine.roth@insurer.example or by phone at +49 40 8830 1456.",
+         adjuster.message_id),
+        extra=[adjuster],
+    )
+    assert len(verdict.kept) == 1, verdict.removed
+
+
+def test_contact_words_are_a_claim_without_an_address() -> None:
+    adjuster = message("m636363636363", "Your adjuster is Sabine Roth.", subject="Golf claim registered")
+    verdict = _verify("Who is handling the Golf claim?",
+                      ("You can phone or email Sabine Roth to contact her.", adjuster.message_id), extra=[adjuster])
+    assert [r.reason for r in verdict.removed] == ["unsupported_claim"]

@@ -1,0 +1,93 @@
+"""The details an answer leaves out, in its source's own words.
+
+The embedded model answers the gist and drops the particulars its source gives beside
+it: "The Elbe room is booked for the board meeting" from "the Elbe room is booked for
+22 May from 8:30 to 13:00, lunch for 9 from Deli Hafenblick at 12:30"; "Sabine Roth is
+handling the claim" from "Your adjuster is Sabine Roth (sabine.roth@..., +49 40 ...)".
+Asked again, it mostly writes the same sentence. Code finds the sentence of the answer's
+own source that the answer is made from (it shares the answer's words, or gives a kind
+of fact the question asks for and the answer lacks) and that holds details the answer
+does not: a date, a time, an amount, a number, an e-mail address, a phone number, a
+link or a code. That sentence is added word for word with who wrote it and when,
+cited to its message, and so is the one after it when that gives an amount or a date
+the answer lacks ("... the claim is accepted." / "We will pay EUR 2,115.50: ...").
+The verifier checks them like any quote, and removes them with the sentence they
+complete (``completes``, reason ``answer_removed``): on their own they answer nothing.
+
+Only the first sentence's sources are read: the first sentence is the answer, and a
+detail of a message it does not rest on answers something else. Measured on the
+labelled set's drafts (``evals/replay_verifier.py --answerer``), see
+``docs/evaluation.md``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from services.answerer.statements import quotable, sentences, statement
+from services.answerer.values import details, given
+from shared import asked
+from shared.messages import DraftSentence, EvidenceMessage
+from shared.passages import stems
+
+# A sentence the answer is made from shares at least this many of the answer's
+# content words (stems) with it.
+MIN_SHARED = 2
+
+# An answer that denies or refuses ("not mentioned", "no glass cover") is not made from
+# a sentence whose details could complete it.
+_DENIES = re.compile(r"\b(?:not|no|never|none|cannot)\b|n't\b", re.I)
+
+
+def detail_statements(
+    question: str, answer: Sequence[DraftSentence], evidence: Sequence[EvidenceMessage]
+) -> list[DraftSentence]:
+    """The sentence of the answer's source that the answer is made from and that holds
+    details the answer leaves out, and the sentence after it when that one gives an
+    amount or a date the answer lacks ("the claim is accepted." / "We will pay EUR
+    2,115.50: ..."), as statements completing the first sentence; none when there is
+    no such sentence."""
+    if not answer or not answer[0].citations or _DENIES.search(answer[0].text):
+        return []
+    first = answer[0].text
+    have = given(details(" ".join(s.text for s in answer)))
+    answer_words, question_words = stems(first), stems(question)
+    lacking = set(asked.missing(question, [first]))
+    sources = [m for m in evidence if m.message_id in answer[0].citations]
+    best: tuple[int, int, int, EvidenceMessage, list[str], int] | None = None
+    for order, m in enumerate(sources):
+        said = sentences(m)
+        for i, sentence in enumerate(said):
+            if not quotable(sentence):
+                continue
+            found = details(sentence)
+            if not found - have:
+                continue
+            words = stems(sentence)
+            # Its words, not its figures: a figure alone ("EUR 100 million" for "$100")
+            # is how an answer about something else borrows a source.
+            shared = len(answer_words & words)
+            if lacking - set(asked.missing(question, [sentence])) and (answer_words | question_words) & words:
+                shared += MIN_SHARED  # gives what the question asks and the answer lacks
+            if shared < MIN_SHARED:
+                continue
+            rank = (shared, len(found & have), -(order * 1000 + i))
+            if best is None or rank > best[:3]:
+                best = (*rank, m, said, i)
+    if best is None:
+        return []
+    m, said, i = best[3:]
+    out = [statement(m, said[i]).model_copy(update={"completes": 0})]
+    if i + 1 < len(said) and quotable(said[i + 1]):
+        after = {d for d in details(said[i + 1]) if d.startswith(("amount:", "date:"))}
+        if after - have - details(said[i]):
+            out.append(statement(m, said[i + 1]).model_copy(update={"completes": 0}))
+    return out
+
+
+def with_details(
+    question: str, answer: Sequence[DraftSentence], evidence: Sequence[EvidenceMessage]
+) -> list[DraftSentence]:
+    """``answer`` with its source's sentences of details added after it."""
+    return [*answer, *detail_statements(question, answer, evidence)]

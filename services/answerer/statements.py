@@ -1,0 +1,41 @@
+"""A message's own sentences, and one of them copied into an answer word for word.
+
+Code adds sentences to the model's answer in two places (:mod:`.disagreement`, the
+other version when the mail disagrees; :mod:`.details`, the details the answer leaves
+out), both as the source's exact words with who wrote them and when, so the reader can
+weigh them and the verifier checks them like any quote.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime
+
+from shared.messages import DraftSentence, EvidenceMessage
+from shared.passages import own_text, sender_name
+
+# A sentence ends at ".", "!" or "?" before a space (not inside "1,520.00"), or a line.
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
+_QUOTES = re.compile('["“”„]')
+
+
+def sentences(m: EvidenceMessage) -> list[str]:
+    """The sentences of the message's own text (no quoted parent, signature or steering)."""
+    text = own_text(m.body)
+    # A wrapped line goes on with the next; a blank line or a sentence end stops it.
+    text = re.sub(r"(?<![.!?:\n])\n(?!\n)", " ", text)
+    return [s.strip() for s in _SENTENCE_END.split(text) if s.strip()]
+
+
+def quotable(sentence: str) -> bool:
+    """Whether ``sentence`` can be copied as a statement: a question states nothing,
+    and a quote inside would break ours."""
+    return not sentence.endswith("?") and not _QUOTES.search(sentence)
+
+
+def statement(m: EvidenceMessage, sentence: str) -> DraftSentence:
+    """``sentence`` word for word, with who wrote it and when, cited to its message."""
+    d: datetime | None = m.date
+    who = sender_name(m.sender)
+    text = f'{who}, {d.day} {d.strftime("%B")}: "{sentence}"' if d else f'{who}: "{sentence}"'
+    return DraftSentence(text=text, citations=[m.message_id])

@@ -1,0 +1,114 @@
+"""The sentence an answer is made from is added, word for word, when it holds details
+the answer leaves out; the verifier removes it with the sentence it completes."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+
+from services.answerer.details import detail_statements, with_details
+from services.answerer.values import details
+from services.verifier.service import verify
+from shared.messages import Draft, DraftSentence
+from tests.services.verifier.factory import message
+
+BOOKED = message(
+    "m-booked",
+    "Hank, done: the Elbe room is booked for 22 May from 8:30 to 13:00, lunch for 9 from Deli Hafenblick at "
+    "12:30.\n\nBest\nMia",
+    subject="Re: Board meeting", sender="Mia Koch <mia@acme.example>", date=datetime(2024, 5, 3, 9, 0, tzinfo=UTC),
+)
+ACCEPTED = message(
+    "m-accepted",
+    "Dear Ms Weber,\n\nwe have completed our assessment of claim CLM-2024-55817 and are pleased to tell you that "
+    "the claim is accepted.\n\nWe will pay EUR 2,115.50: the repair costs of EUR 2,340.50, less your deductible of "
+    "EUR 225.00.\n\nOur decision letter is attached.",
+    subject="Decision on claim CLM-2024-55817 (VW Golf)", sender="Sabine Roth <sabine.roth@northwind.example>",
+    date=datetime(2024, 4, 3, 11, 0, tzinfo=UTC),
+)
+ADJUSTER = message(
+    "m-adjuster",
+    "Dear Ms Weber,\n\nthank you for your report. Your claim number is CLM-2024-55817.\nYour adjuster is Sabine "
+    "Roth (sabine.roth@northwind.example, +49 40 8830 1456).",
+    subject="Claim CLM-2024-55817 registered", sender="Northwind Claims <claims@northwind.example>",
+)
+NEWSLETTER = message(
+    "m-news", "The latest rail strike cost German shippers an estimated EUR 100 million a day.",
+    subject="Logistics Weekly #12", sender="Logistics Weekly <news@weekly.example>",
+)
+
+
+def answer(text: str, *cited: str) -> list[DraftSentence]:
+    return [DraftSentence(text=text, citations=list(cited))]
+
+
+def test_details_are_compared_as_values() -> None:
+    assert details("booked for 22 May from 8:30 to 1 pm, lunch for 9, EUR 2,115.50") == {
+        "date:5-22", "time:8:30", "time:13:00", "number:9", "amount:2115.50",
+    }
+    assert details("Mail sabine.roth@northwind.example or call +49 40 8830 1456 about CLM-2024-55817.") == {
+        "email:sabine.roth@northwind.example", "phone:494088301456", "code:clm-2024-55817",
+    }
+
+
+def test_the_sentence_the_answer_is_made_from_is_added_with_who_wrote_it() -> None:
+    added = detail_statements(
+        "Which room did we book for the board meeting, and who's doing the lunch?",
+        answer("The Elbe room is booked for the board meeting.", "m-booked"), [BOOKED],
+    )
+    assert [(s.text, s.citations, s.completes) for s in added] == [(
+        'Mia Koch, 3 May: "Hank, done: the Elbe room is booked for 22 May from 8:30 to 13:00, lunch for 9 from '
+        'Deli Hafenblick at 12:30."', ["m-booked"], 0,
+    )]
+
+
+def test_the_next_sentence_comes_too_when_it_gives_an_amount_the_answer_lacks() -> None:
+    added = detail_statements(
+        "Did the insurer accept the Golf claim after we sent the photos?",
+        answer("Yes, the insurer accepted the Golf claim after we sent the photos.", "m-accepted"), [ACCEPTED],
+    )
+    assert [s.text.split(': "', 1)[1][:20] for s in added] == ['we have completed ou', 'We will pay EUR 2,11']
+
+
+def test_a_sentence_giving_what_the_question_asks_and_the_answer_lacks_is_chosen() -> None:
+    added = detail_statements(
+        "Who is handling the Golf claim at the insurer, and how do I reach her?",
+        answer("Sabine Roth is handling the Golf claim at the insurer.", "m-adjuster"), [ADJUSTER],
+    )
+    assert len(added) == 1 and "+49 40 8830 1456" in added[0].text
+
+
+def test_nothing_is_added_when_the_answer_already_holds_the_details() -> None:
+    said = answer("The Elbe room is booked for 22 May from 8:30 to 13:00, lunch for 9 from Deli Hafenblick at 12:30.",
+                  "m-booked")
+    assert detail_statements("Which room did we book for the board meeting?", said, [BOOKED]) == []
+
+
+def test_a_shared_figure_alone_does_not_make_the_answers_source() -> None:
+    said = answer("The team offsite is costing per person $100.", "m-news")
+    assert detail_statements("How much is the team offsite costing per person?", said, [NEWSLETTER]) == []
+
+
+@pytest.mark.parametrize("text", [
+    "The cost of glass cover is not mentioned in the mail.",
+    "No, the room isn't booked yet.",
+])
+def test_an_answer_that_denies_gets_no_details(text: str) -> None:
+    assert detail_statements("Which room did we book for the board meeting?", answer(text, "m-booked"), [BOOKED]) == []
+
+
+def test_only_the_first_sentences_sources_are_read() -> None:
+    said = [DraftSentence(text="The Golf claim was accepted.", citations=["m-accepted"]),
+            DraftSentence(text="The Elbe room is booked.", citations=["m-booked"])]
+    added = detail_statements("Did the insurer accept the Golf claim?", said, [ACCEPTED, BOOKED])
+    assert {c for s in added for c in s.citations} == {"m-accepted"}
+
+
+def test_the_added_sentences_pass_verification() -> None:
+    evidence = {m.message_id: m for m in (ACCEPTED,)}
+    question = "Did the insurer accept the Golf claim after we sent the photos?"
+    completed = with_details(question, answer("Yes, the insurer accepted the Golf claim.", "m-accepted"),
+                             list(evidence.values()))
+    verdict = verify(Draft(sentences=completed), evidence, question=question)
+    assert len(verdict.kept) == 3 and not verdict.removed, verdict.removed
