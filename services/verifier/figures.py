@@ -117,6 +117,8 @@ _DIGIT_LED = (
     r"(?:\s*(?P<tap>[ap])(?:\.m\b\.?|m\b))?)"
     r"|(?P<dot>(?P<dh>\d{1,2})\.(?P<dm>[0-5]\d)\s*(?P<dap>[ap])(?:\.m\b\.?|m\b))"
     r"|(?P<hmark>(?P<xh>\d{1,2})(?:h(?P<xm>[0-5]\d)?|\s?uhr)(?!\w))"
+    rf"|(?P<dayrange>(?P<r1>\d{{1,2}})\s?[-\u2013]\s?(?P<r2>\d{{1,2}})\.?\s*(?:of\s+)?(?P<rmon>{_MONTH})(?!\w)\.?"
+    rf"(?:,?\s*(?P<ry>\d{{4}}){_NUM_END})?)"
     rf"|(?P<daymonth>(?P<dd>\d{{1,2}})(?:st|nd|rd|th|\.)?\s*(?:of\s+)?(?P<dmon>{_MONTH})(?!\w)\.?"
     rf"(?:,?\s*(?P<dy>\d{{4}}){_NUM_END})?)"
     r"|(?P<hour>(?P<hh>\d{1,2})\s*(?P<hap>[ap])(?:\.m\b\.?|m\b))"
@@ -137,6 +139,8 @@ _SCAN = re.compile(rf"(?<![\w:])(?:(?=\d)(?:{_DIGIT_LED})|(?=[^\W\d_])(?:{_LETTE
 _TOKEN = re.compile(rf"(?<!\w)(?:{_TOKEN_DIGIT}|{_TOKEN_LETTER})")
 _NUMBER = re.compile(r"\d+(?:[.,']\d+)*")
 _NUMBER_UNIT = re.compile(r"(\d+(?:[.,]\d+)?)([^\W\d_]+)")
+# A length of time joined to its unit: "24-month", "3-day", "2-hour".
+_COUNTED = re.compile(r"(\d{1,4})-(?:day|week|month|year|hour|minute|night)s?")
 _SEPARATOR = re.compile(r"[.,']")
 _GROUPS = re.compile(r"[^\W_]+")
 _URL_TAIL = ".,;:!?'"
@@ -231,6 +235,10 @@ def _token_keys(token: str, source: bool) -> list[Key]:
     if unit and unit.group(2) in _UNITS:
         keys: list[Key] = [("n", r) for r in number_readings(unit.group(1)) or ()]
         return keys + [("c", _code(bare))]
+    counted = _COUNTED.fullmatch(token)
+    if counted:
+        # "a 24-month renewal" counts what "24 months" does.
+        return [("n", _canon(counted.group(1))), ("c", _code(token))]
     groups = _GROUPS.findall(token)
     keys = [("c", "".join(groups))]
     if source:
@@ -327,6 +335,20 @@ def _day_month(m: re.Match[str], source: bool) -> list[Key] | None:
     return _date_keys(day, month, int(year) if year else None, source) if _valid(day, month) else None
 
 
+def _day_range(m: re.Match[str], source: bool) -> list[Key] | None:
+    """Days of one month ("12-13 June 2024"): as a range, and in a source each day too,
+    so "June 12" is found in it."""
+    first, last, month = int(m.group("r1")), int(m.group("r2")), _MONTHS[m.group("rmon")]
+    year = int(m.group("ry")) if m.group("ry") else None
+    if not (first < last and _valid(first, month) and _valid(last, month)):
+        return None
+    keys: list[Key] = [("dr", first, last, month)]
+    if source:
+        keys += [k for day in range(first, last + 1) for k in _date_keys(day, month, year, True)]
+        keys += _token_keys(f"{first}-{last}", True)
+    return keys
+
+
 def _month_day(m: re.Match[str], source: bool) -> list[Key] | None:
     day, month = int(m.group("md")), _MONTHS[m.group("mmon")]
     year = m.group("my")
@@ -353,7 +375,7 @@ def _token(m: re.Match[str], source: bool) -> list[Key]:
 _HANDLERS = {
     "url": _url, "url2": _url, "email": _email, "email2": _email, "iso": _iso,
     "numdate": _numdate, "colon": _colon, "dot": _dot, "hmark": _hour_mark, "hour": _hour,
-    "daymonth": _day_month, "monthday": _month_day, "monthyear": _month_year,
+    "daymonth": _day_month, "dayrange": _day_range, "monthday": _month_day, "monthyear": _month_year,
     "plate": _plate, "token": _token, "token2": _token,
 }
 

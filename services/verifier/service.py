@@ -69,11 +69,11 @@ from services.verifier.amounts import as_amount
 from services.verifier.citations import parse_structured, strip_markers
 from services.verifier.figures import normalize_figures, sentence_figures
 from services.verifier.outcome import degraded_hits, model_note, reason_code
-from services.verifier.question import WHEN, Pinned, gives, gives_contact, pinned
+from services.verifier.question import AMOUNT, WHEN, Pinned, gives, gives_contact, pinned
 from services.verifier.quotes import extract_quotes
 from services.verifier.sources import Source, Sources
 from services.verifier.splitter import split_sentences
-from services.verifier.support import CONTACT_WORDS, WHEN_WORDS, blank_figures, content_words
+from services.verifier.support import CONTACT_WORDS, PRICE_WORDS, WHEN_WORDS, blank_figures, content_words
 from services.verifier.support import unsupported_words as unsupported_words  # for calibration
 from shared.messages import (
     Answer,
@@ -243,6 +243,8 @@ def _check(
         claim = [(w, st) for w, st in claim if st not in WHEN_WORDS]
     if not negated and gives_contact(clean):
         claim = [(w, st) for w, st in claim if st not in CONTACT_WORDS]
+    if not negated and gives(AMOUNT, clean):
+        claim = [(w, st) for w, st in claim if st not in PRICE_WORDS]
     # The length that makes a sentence worth counting is the whole sentence's: "The Golf
     # claim was REJECTED" restates two words and claims one, which must then be found.
     if len(content) >= MIN_CONTENT_WORDS or (negated and content):

@@ -121,6 +121,11 @@ WHEN_WORDS = frozenset(stem(w) for w in "scheduled planned place takes held happ
 # the claim and the figures check owns them.
 CONTACT_WORDS = frozenset(stem(w) for w in "contact reach phone telephone mobile call email write".split())
 
+# Words that only say that an amount is a price. In a sentence that gives the amount
+# ("the early-bird ticket costs EUR 390" for "early-bird price EUR 390"), the amount is
+# the claim and the figures check owns it.
+PRICE_WORDS = frozenset(stem(w) for w in "cost costs costing price prices priced".split())
+
 
 def cached_stem(word: str) -> str:
     s = _STEMS.get(word)

@@ -111,6 +111,14 @@ def test_what_is_a_figure(sentence: str, expected: list[str]) -> None:
         ("3 April 2024", "May 2024", False),
         ("3 April 2024", "2024", True),
         ("2024-04-03T10:00:00Z", "3 April 2024 at 10:00", True),
+        ("12-13 June 2024", "June 12-13, 2024", True),  # a range of days, each its own date
+        ("12-13 June 2024", "12-13 June", True),
+        ("12-13 June 2024", "12 June", True),
+        ("12-13 June 2024", "14 June", False),
+        ("12-13 June 2024", "12-14 June", False),
+        # a length of time joined to its unit
+        ("if you sign for 24 months", "a 24-month renewal", True),
+        ("if you sign for 24 months", "a 36-month renewal", False),
         # times
         ("at 10:00", "10am", True),
         ("at 10:00", "10 a.m.", True),

@@ -447,3 +447,17 @@ def test_contact_words_are_a_claim_without_an_address() -> None:
     verdict = _verify("Who is handling the Golf claim?",
                       ("You can phone or email Sabine Roth to contact her.", adjuster.message_id), extra=[adjuster])
     assert [r.reason for r in verdict.removed] == ["unsupported_claim"]
+
+
+def test_saying_an_amount_is_a_price_claims_no_more_than_the_amount() -> None:
+    summit = message("m646464646464", "Register now - early-bird price EUR 390 until 15 May.", subject="Logistics Summit")
+    verdict = _verify("How much is the early-bird ticket for the summit?",
+                      ("The early-bird ticket costs EUR 390.", summit.message_id), extra=[summit])
+    assert len(verdict.kept) == 1, verdict.removed
+
+
+def test_price_words_without_an_amount_are_a_claim() -> None:
+    summit = message("m656565656565", "Register now for the summit.", subject="Logistics Summit")
+    verdict = _verify("What about the summit?",
+                      ("The summit ticket costs a fortune at the early-bird price.", summit.message_id), extra=[summit])
+    assert [r.reason for r in verdict.removed] == ["unsupported_claim"]
