@@ -61,6 +61,10 @@ FIRST_SEARCH_LIMIT = 8
 FIRST_SEARCH_THREAD_LATEST = 1
 FIRST_SEARCH_SENT = "tools:0"
 
+# What a model call leaves: the call due next (None: none, or the run moved on without
+# this one), and the state that was saved with that choice.
+Step = tuple[Literal["judging", "planning"] | None, RunState]
+
 
 def first_search(question: str, strategy: str = "loop") -> ToolCall:
     """The search every run starts with: the question itself, hybrid; the loop also
@@ -110,22 +114,26 @@ class Planner:
             if batch.step in state.awaiting:
                 state.awaiting.remove(batch.step)
                 self._record(state, batch)
-                held.save(state)
-        await self.advance(batch.run_id)
+            phase = await self._next(state)
+            held.save(state)
+        await self._follow(phase, state)
 
     async def advance(self, run_id: str) -> None:
         """Take every transition due now. Safe to repeat: each transition publishes
         before it saves its mark, and a model call left unfinished (its worker died) is
         made again under a new turn, the older turn's reply being dropped."""
-        while True:
-            async with self.repo.holding(run_id) as held:
-                state = held.state
-                phase = await self._next(state)
-                held.save(state)
-            if phase is None:
-                return
-            if not await (self._decide(state) if phase == "judging" else self._plan(state)):
-                return
+        async with self.repo.holding(run_id) as held:
+            state = held.state
+            phase = await self._next(state)
+            held.save(state)
+        await self._follow(phase, state)
+
+    async def _follow(self, phase: Literal["judging", "planning"] | None, state: RunState) -> None:
+        """Make the model calls due, one after another. Each call's reply is recorded
+        and the next transition taken under one hold of the run's lock (a hold is a
+        read and a write of the state, two round trips)."""
+        while phase is not None:
+            phase, state = await (self._decide(state) if phase == "judging" else self._plan(state))
 
     async def _shown(self, state: RunState) -> tuple[list[EvidenceMessage], list[P.Passage]]:
         evidence = await self.repo.evidence(state.run.run_id, state.focus)
@@ -137,29 +145,32 @@ class Planner:
         call over or the run moved on (e.g. its deadline ended it)."""
         return state if state.decision == phase and state.turn == turn else None
 
-    async def _decide(self, state: RunState) -> bool:
-        """The answer attempt; True when the run may move on."""
+    async def _decide(self, state: RunState) -> Step:
+        """The answer attempt; the model call due next, if any, and the state it was
+        taken from."""
         run, turn = state.run, state.turn
         _, shown = await self._shown(state)
         if not shown:
             # Nothing in scope matches: no model call can answer from nothing.
             async with self.repo.holding(run.run_id) as held:
                 if (now := self._still(held.state, turn, "judging")) is None:
-                    return False
+                    return None, state
                 now.decision, now.reason = "give_up", "nothing in the caller's mail matches the question"
+                phase = await self._next(now)
                 held.save(now)
-            return True
+            return phase, now
         messages = attempt_messages(run.question, shown, state.notes, Fence.new())
         schema = P.answer_model([p.ref for p in shown], "PlannerAnswer")
         reply = await call_model(self.model, "decide", messages, schema, name="planner_answer", deadline=run.deadline)
         reply = await self._complete(run, messages, schema, reply)
         async with self.repo.holding(run.run_id) as held:
             if (now := self._still(held.state, turn, "judging")) is None:
-                return False
+                return None, state
             if await self._attempted(now, reply, shown):
                 now.decision = "planning"
+            phase = await self._next(now)
             held.save(now)
-        return True
+        return phase, now
 
     async def _complete(
         self, run: RunRequested, messages: list[dict[str, Any]], schema: type[BaseModel], reply: ModelCall
@@ -195,9 +206,9 @@ class Planner:
             completion_tokens=reply.completion_tokens + again.completion_tokens,
         )
 
-    async def _plan(self, state: RunState) -> bool:
-        """The search round after an attempt without an answer; True when the run may
-        move on."""
+    async def _plan(self, state: RunState) -> Step:
+        """The search round after an attempt without an answer; the model call due
+        next, if any, and the state it was taken from."""
         run, turn = state.run, state.turn
         evidence, shown = await self._shown(state)  # what the attempt was shown
         calls = call_models(message_ids=[m.message_id for m in evidence], thread_ids=list(P.thread_ids(shown)))
@@ -208,10 +219,11 @@ class Planner:
         )
         async with self.repo.holding(run.run_id) as held:
             if (now := self._still(held.state, turn, "planning")) is None:
-                return False
+                return None, state
             await self._searched(now, reply, shown)
+            phase = await self._next(now)
             held.save(now)
-        return True
+        return phase, now
 
     # ------------------------------------------------------------ transitions
 
