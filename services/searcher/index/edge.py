@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from functools import lru_cache
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
@@ -378,7 +379,10 @@ def _scored(point: qe.ScoredPoint) -> ScoredChunk:
     return ScoredChunk(score=point.score, payload=layout.chunk_payload(point.payload))
 
 
+@lru_cache(maxsize=1024)
 def _filter(cond: layout.Conditions) -> qe.Filter:
+    # Built once per distinct conditions: the scope's filter comes back query after
+    # query, and building Edge's filter objects was a twentieth of a loaded searcher.
     return qe.Filter(
         must=[_condition(c) for c in cond.must] or None,
         must_not=[_condition(c) for c in cond.must_not] or None,
