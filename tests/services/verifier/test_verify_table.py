@@ -481,6 +481,24 @@ CASES: dict[str, Case] = {
         text(f"Mr. Meier was told at 10:30 a.m. that the claim is accepted [{M1}]."),
         kept=["Mr. Meier was told at 10:30 a.m. that the claim is accepted."],
     ),
+    # ---------------------------------------------------------------- details added by code
+    "a detail stays with the answer it completes": Case(
+        Draft(sentences=[
+            DraftSentence(text="The claim was accepted.", citations=[M1]),
+            DraftSentence(text='Anna Schmidt: "The repair costs of €1,200.50 will be paid by 5 December 2025."',
+                          citations=[M1], completes=0),
+        ]),
+        kept=["The claim was accepted.",
+              'Anna Schmidt: "The repair costs of €1,200.50 will be paid by 5 December 2025."'],
+    ),
+    "a detail goes with the answer it completes": Case(
+        Draft(sentences=[
+            DraftSentence(text="The claim was accepted.", citations=[NEVER]),
+            DraftSentence(text='Anna Schmidt: "The repair costs of €1,200.50 will be paid by 5 December 2025."',
+                          citations=[M1], completes=0),
+        ]),
+        removed=[("unknown_citation", NEVER), ("answer_removed", None)],
+    ),
     "url and e-mail stay whole": Case(
         text(f"Anna (anna.schmidt@insurer.example) wrote from https://insurer.example/claims/42. [{M1}]"),
         kept=["Anna (anna.schmidt@insurer.example) wrote from https://insurer.example/claims/42."],
