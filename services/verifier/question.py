@@ -160,14 +160,14 @@ def _polar(question: str) -> bool:
     return _REQUEST.match(question) is None or _WHETHER.search(question) is not None
 
 
-def gives(kind: str, sentence: str) -> bool:
-    """Whether ``sentence`` holds a figure of the ``kind`` a question asks for."""
-    norm = figures.normalize_figures(sentence)
-    found = figures.sentence_figures(norm, sentence)
+def gives(kind: str, sentence: str, scanned: Scanned | None = None) -> bool:
+    """Whether ``sentence`` holds a figure of the ``kind`` a question asks for.
+    ``scanned``: its normalised text and figures, when the caller has read them."""
+    norm_text, found = scanned or _scan(sentence)
     keys = [key for f in found for p in (f, *f.parts) for key in p.lookups]
     if kind == IDENTIFIER:
         # An amount is no identifier: "the number of the credit note" is not EUR 1,260.
-        return any(key[0] in "ceu" for key in keys) or any(_is_reference(norm.text, f) for f in found)
+        return any(key[0] in "ceu" for key in keys) or any(_is_reference(norm_text, f) for f in found)
     if {key[0] for key in keys} & FIGURE_KINDS[kind]:
         return True
     if kind == AMOUNT:  # a number the figures scanner read as part of a code ("1553,in")
@@ -175,12 +175,20 @@ def gives(kind: str, sentence: str) -> bool:
     return kind == WHEN and _WHEN_WORDS.search(sentence.casefold()) is not None
 
 
-def gives_contact(sentence: str) -> bool:
+def gives_contact(sentence: str, scanned: Scanned | None = None) -> bool:
     """Whether ``sentence`` holds an e-mail address or a number long enough to be a
     phone number."""
+    norm_text, found = scanned or _scan(sentence)
+    return any(key[0] == "e" for f in found for key in f.lookups) or any(_is_reference(norm_text, f) for f in found)
+
+
+# A sentence's normalised text and its figures as the scanner read them.
+Scanned = tuple[str, list[figures.Figure]]
+
+
+def _scan(sentence: str) -> Scanned:
     norm = figures.normalize_figures(sentence)
-    found = figures.sentence_figures(norm, sentence)
-    return any(key[0] == "e" for f in found for key in f.lookups) or any(_is_reference(norm.text, f) for f in found)
+    return norm.text, figures.sentence_figures(norm, sentence)
 
 
 def _is_reference(text: str, figure: figures.Figure) -> bool:

@@ -199,7 +199,8 @@ def _check(
             return removed("quote_not_found", quote.text)
 
     norm = normalize_figures(clean)
-    figures = [as_amount(f, norm.text) for f in sentence_figures(norm, clean)]
+    scanned = norm.text, sentence_figures(norm, clean)
+    figures = [as_amount(f, norm.text) for f in scanned[1]]
     for figure in figures:
         if not any(sources[message_id].has_figure(figure) for message_id in cited):
             start, end = norm.source_span(figure.start, figure.end)
@@ -239,12 +240,14 @@ def _check(
     # yes/no question ("Yes, Sabine Roth asked for new bank details") are checked whole.
     restating = adds and not negated and not question.polar
     claim = [(w, st) for w, st in content if st not in question.words] if restating else content
-    if restating and question.asks == WHEN and gives(WHEN, clean):
+    if restating and question.asks == WHEN and gives(WHEN, clean, scanned):
         claim = [(w, st) for w, st in claim if st not in WHEN_WORDS]
-    if not negated and gives_contact(clean):
-        claim = [(w, st) for w, st in claim if st not in CONTACT_WORDS]
-    if not negated and gives(AMOUNT, clean):
-        claim = [(w, st) for w, st in claim if st not in PRICE_WORDS]
+    if figures and not negated:
+        # The figures are the claim; words that only say what kind they are are not.
+        if gives_contact(clean, scanned):
+            claim = [(w, st) for w, st in claim if st not in CONTACT_WORDS]
+        if gives(AMOUNT, clean, scanned):
+            claim = [(w, st) for w, st in claim if st not in PRICE_WORDS]
     # The length that makes a sentence worth counting is the whole sentence's: "The Golf
     # claim was REJECTED" restates two words and claims one, which must then be found.
     if len(content) >= MIN_CONTENT_WORDS or (negated and content):
