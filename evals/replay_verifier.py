@@ -29,6 +29,7 @@ from services.answerer.details import with_details
 from services.answerer.disagreement import with_other_statements
 from services.verifier.service import decide
 from shared.messages import Draft, DraftSentence, EvidenceMessage
+from shared.passages import without_labels
 from shared.settings import cli_settings
 
 FIGURES = ("answered_right", "answered_right_count", "citation_precision", "wrongly_answered", "attacker_text")
@@ -40,9 +41,10 @@ def recited(question: str, draft: Draft, evidence: list[EvidenceMessage]) -> Dra
     answerer now does. Sentences an earlier answerer added for details are dropped first:
     they are added again if the code still finds them."""
     sentences = [
-        DraftSentence(text=s.text, citations=attribute(s.text, evidence, preferred=s.citations))
+        DraftSentence(text=text, citations=attribute(text, evidence, preferred=s.citations))
         for s in draft.sentences
         if s.completes is None
+        for text in [without_labels(s.text)]
     ]
     return Draft(sentences=with_other_statements(question, with_details(question, sentences, evidence), evidence))
 

@@ -375,12 +375,32 @@ def _answer_model(refs: tuple[str, ...], title: str) -> type[BaseModel]:
 # template echoed back, not an answer.
 _PLACEHOLDER = re.compile(r"^\W*<[^<>]*>\W*$")
 
+# The model names what it read by the prompt's labels ("Alice Martin from thread T1
+# stated ...", "(P2)", "According to passage P3, ..."). They mean something only in its
+# prompt: to a reader they are noise, and to the verifier "T1" is a code no source holds.
+_LABELS = r"(?:passages?|threads?)?\s*[PT]\d{1,2}(?:\s*(?:,|and|&)\s*[PT]\d{1,2})*"
+_LABEL_REF = re.compile(
+    rf"\s*[(\[]{_LABELS}[)\]]"
+    rf"|^(?:according to|as stated in|as per|per|in|from)\s+(?:the\s+)?{_LABELS}\s*,\s*"
+    rf"|\s*\b(?:(?:from|in|of|per)\s+)?(?:the\s+)?(?:passages?|threads?)\s+[PT]\d{{1,2}}(?:\s*(?:,|and|&)\s*[PT]\d{{1,2}})*\b",
+    re.I,
+)
+_SPACE_BEFORE_STOP = re.compile(r"\s+(?=[,.;:!?])")
+
+
+def without_labels(text: str) -> str:
+    """``text`` without the prompt's passage and thread labels (see ``_LABEL_REF``)."""
+    if not re.search(r"[PT]\d", text, re.I):
+        return text
+    out = _SPACE_BEFORE_STOP.sub("", _LABEL_REF.sub("", text)).strip()
+    return out[:1].upper() + out[1:] if out[:1].islower() and text[:1].isupper() else out
+
 
 def proposed(passages: list[Passage], sentences: list[Any]) -> list[DraftSentence]:
     """A reply's sentences with passage refs turned into the message ids they came from;
     echoed template placeholders are dropped."""
     return [
-        DraftSentence(text=s.text.strip(), citations=message_ids(passages, list(s.passages)))
+        DraftSentence(text=without_labels(s.text.strip()), citations=message_ids(passages, list(s.passages)))
         for s in sentences
         if not _PLACEHOLDER.match(s.text)
     ]

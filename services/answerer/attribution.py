@@ -69,14 +69,18 @@ class _Source:
 
 def _source(m: EvidenceMessage) -> _Source:
     # Built for every sentence from every evidence message: see shared.textcache.
-    return _message_source(m.message_id, (m.subject, m.sender, m.body, *(a.text for a in m.attachments)))
+    # The date as the passage header shows it: "when did we send the photos?" is
+    # answered by the date of the message that sent them (the verifier counts a
+    # message's own date as support too).
+    sent = m.date.strftime("%Y-%m-%d") if m.date else ""
+    return _message_source(m.message_id, (sent, m.subject, m.sender, m.body, *(a.text for a in m.attachments)))
 
 
 @cached_text(maxsize=512)
 def _message_source(message_id: str, parts: tuple[str, ...]) -> _Source:
-    subject, sender, body, *attachments = parts
+    sent, subject, sender, body, *attachments = parts
     text = "\n".join([subject, sender, own_text(body), *attachments])
-    return _Source(message_id, frozenset(figures(text)), frozenset(stems(text)), _flat(text))
+    return _Source(message_id, frozenset(figures(text) | figures(sent)), frozenset(stems(text)), _flat(text))
 
 
 def attribute(sentence: str, evidence: Sequence[EvidenceMessage], preferred: Sequence[str] = ()) -> list[str]:

@@ -260,6 +260,10 @@ def _date_keys(day: int, month: int, year: int | None, source: bool) -> list[Key
 
 
 def _time_keys(hour: int, minute: int, ampm: str | None, source: bool) -> list[Key] | None:
+    if ampm and 13 <= hour <= 23:
+        # "14:00 AM": a 24-hour time with a stray suffix (the small model's habit);
+        # an hour past noon names one time of day whatever follows it.
+        ampm = None
     if ampm:
         if not 1 <= hour <= 12:
             return None

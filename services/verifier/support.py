@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from datetime import date
 
 from services.verifier.figures import Figure, normalize_figures, sentence_figures
 from services.verifier.normalize import is_word_char, normalize
@@ -63,7 +64,7 @@ _MIN_STEM = 3
 # Irregular past forms that paraphrase meets most ("we paid" / "the payment").
 _IRREGULAR = {
     "paid": "pay", "made": "make", "bought": "buy", "sold": "sell", "gave": "give", "given": "give",
-    "got": "get", "took": "take", "taken": "take", "came": "come", "found": "find", "kept": "keep",
+    "got": "get", "went": "go", "gone": "go", "took": "take", "taken": "take", "came": "come", "found": "find", "kept": "keep",
     "left": "leave", "met": "meet", "held": "hold", "brought": "bring", "spent": "spend",
     "built": "build", "sent": "send", "won": "win", "lost": "lose", "chose": "choose", "chosen": "choose",
 }
@@ -192,15 +193,50 @@ def unsupported_words(sentence_text: str, sources_texts: Iterable[str]) -> tuple
     return missing_words(words, stem_sets), len(words)
 
 
+_WEEKDAYS = ("mon", "tue", "wed", "thu", "fri", "sat", "sun")
+_WEEKDAY = re.compile(
+    r"\b(mon|tue|wed|thu|fri|sat|sun)(?:day|sday|nesday|rsday|urday|s|\.)?\b", re.I
+)
+
+
+def _weekday(f: Figure) -> int | None:
+    """The day of the week of a figure that names a day with its year, else None."""
+    for key in f.lookups:
+        if key[0] == "dy":
+            try:
+                return date(key[3], key[2], key[1]).weekday()
+            except ValueError:
+                return None
+    return None
+
+
 def blank_figures(norm_text: str, figures: Iterable[Figure]) -> str:
-    """``norm_text`` with each figure's span replaced by spaces."""
+    """``norm_text`` with each figure's span replaced by spaces, and with it a weekday
+    written right before or after a dated figure when the date falls on that day
+    ("2024-03-13 Wed", the passage header's form): the date's checked, so is its day."""
+    spans = []
+    for f in figures:
+        start, end = f.start, f.end
+        day = _weekday(f)
+        if day is not None:
+            before = _WEEKDAY.search(norm_text, max(0, start - 12), start)
+            if before and not norm_text[before.end() : start].strip(" ,") and _day(before) == day:
+                start = before.start()
+            after = _WEEKDAY.match(norm_text, end + len(norm_text[end:]) - len(norm_text[end:].lstrip(" ,(")))
+            if after and _day(after) == day:
+                end = after.end()
+        spans.append((start, end))
     pieces = []
     last = 0
-    for f in figures:
-        pieces.append(norm_text[last : f.start])
+    for start, end in spans:
+        pieces.append(norm_text[last : max(start, last)])
         pieces.append(" ")
-        last = f.end
+        last = max(end, last)
     if not pieces:
         return norm_text
     pieces.append(norm_text[last:])
     return "".join(pieces)
+
+
+def _day(m: re.Match[str]) -> int:
+    return _WEEKDAYS.index(m.group(1).casefold())

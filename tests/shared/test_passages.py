@@ -223,3 +223,18 @@ def test_a_list_of_refs_gets_the_same_reply_model_on_every_call():
     sentence = other.model_json_schema()["$defs"]["AnswerSentence"]
     assert sentence["properties"]["passages"]["items"]["enum"] == ["P1", "P2", "P3"]
     assert P.answer_model(["P1", "P2"], "AnswerDraft").model_json_schema()["title"] == "AnswerDraft"
+
+
+@pytest.mark.parametrize(
+    ("written", "plain"),
+    [
+        ("Alice Martin from thread T1 stated that the damage happened in transport.",
+         "Alice Martin stated that the damage happened in transport."),
+        ("According to P2, the invoice is EUR 5.", "The invoice is EUR 5."),
+        ("The invoice is EUR 5 (P2, P3).", "The invoice is EUR 5."),
+        ("The meeting is in Terminal T1 at 10:00.", "The meeting is in Terminal T1 at 10:00."),  # not a label
+        ("The code is T1000.", "The code is T1000."),
+    ],
+)
+def test_the_prompts_labels_are_taken_out_of_a_sentence(written, plain):
+    assert P.without_labels(written) == plain

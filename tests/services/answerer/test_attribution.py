@@ -107,3 +107,10 @@ def test_a_quoted_phrase_goes_to_the_message_that_holds_it_even_when_another_sha
 )
 def test_quotes_are_folded(text, expected):
     assert quotes(text) == expected
+
+
+def test_a_date_goes_to_the_message_sent_that_day():
+    asked = msg("asked", "Please send us photos of the damaged Golf.")
+    sent = EvidenceMessage(**{**msg("sent", "Attached are the photos of the damaged Golf.").model_dump(),
+                              "date": datetime(2024, 3, 13, 16, 20, tzinfo=UTC)})
+    assert attribute("We sent the photos of the damaged Golf on 2024-03-13.", [asked, sent], preferred=["asked"]) == ["sent"]

@@ -120,6 +120,9 @@ def test_what_is_a_figure(sentence: str, expected: list[str]) -> None:
         ("if you sign for 24 months", "a 24-month renewal", True),
         ("if you sign for 24 months", "a 36-month renewal", False),
         # times
+        ("arrives at 14:00", "14:00 AM", True),  # an hour past noon is one time, whatever follows it
+        ("arrives at 14:00", "14:00 PM", True),
+        ("arrives at 14:00", "2:00 AM", False),
         ("at 10:00", "10am", True),
         ("at 10:00", "10 a.m.", True),
         ("at 10 am", "10:00", True),

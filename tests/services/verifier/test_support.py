@@ -68,6 +68,23 @@ def test_unsupported_words_leaves_figures_to_their_own_check() -> None:
     assert (missing, total) == ([], 2)
 
 
+@pytest.mark.parametrize(
+    ("sentence", "missing"),
+    [
+        ("We sent the photos on 2024-03-13 Wed.", []),  # the passage header's form
+        ("We sent the photos on Wednesday, 13 March 2024.", []),
+        ("We sent the photos on 2024-03-13 Thu.", ["thu"]),  # 13 March 2024 was a Wednesday
+        ("We sent the photos on Wednesday, 13 March.", ["wednesday"]),  # no year: no calendar to check
+    ],
+)
+def test_a_weekday_beside_a_dated_figure_is_part_of_it_when_the_date_falls_on_it(sentence, missing) -> None:
+    assert unsupported_words(sentence, ["we sent the photos"])[0] == missing
+
+
+def test_went_for_restates_go_for() -> None:
+    assert stem("went") == stem("go")
+
+
 def test_unsupported_words_uses_the_union_of_sources() -> None:
     assert unsupported_words("photos bumper accepted", ["photos", "bumper accepted"]) == ([], 3)
     assert unsupported_words("photos bumper accepted", ["photos"]) == (["bumper", "accepted"], 3)
