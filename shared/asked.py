@@ -123,8 +123,8 @@ def _gives(kind: str, answer: str, question: str) -> bool:
         return bool(_DATE_SHAPE.search(low))
     if kind == WHEN:
         return bool(_TIME_SHAPE.search(low) or _DATE_SHAPE.search(low))
-    if kind == AMOUNT:  # a number that is not part of a date or a time
-        return bool(_AMOUNT_SHAPE.search(_without_when(low)))
+    if kind == AMOUNT:  # a number that is not part of a date, a time or a code
+        return bool(_AMOUNT_SHAPE.search(CODE.sub(" ", _without_when(low))))
     if kind == LINK:
         return bool(_LINK_SHAPE.search(low))
     if kind == CONTACT:

@@ -76,7 +76,7 @@ def detail_statements(
             if best is None or rank > best[:3]:
                 best = (*rank, m, said, i)
     if best is None:
-        return []
+        return _what_follows(first, have, lacking, sources)
     m, said, i = best[3:]
     out = [statement(m, said[i]).model_copy(update={"completes": 0})]
     if i + 1 < len(said) and quotable(said[i + 1]):
@@ -91,3 +91,37 @@ def with_details(
 ) -> list[DraftSentence]:
     """``answer`` with its source's sentences of details added after it."""
     return [*answer, *detail_statements(question, answer, evidence)]
+
+
+# The sentences after a line that ends in a colon, at most: a decision letter's "we have
+# decided on claim HM-88213 (...):" is followed by what was decided, item by item.
+MAX_FOLLOWING = 4
+# The kinds a question may ask for that a following sentence can give, as values.
+_GIVES = {asked.AMOUNT: ("amount:",), asked.DATE: ("date:",), asked.WHEN: ("date:", "time:"), asked.TIME: ("time:",)}
+
+
+def _what_follows(
+    first: str, have: set[str], lacking: set[str], sources: Sequence[EvidenceMessage]
+) -> list[DraftSentence]:
+    """When the answer is made from a sentence that holds no details of its own: what
+    follows it, if that sentence announces it (ends in a colon), or the next sentence
+    if it gives a kind of fact the question asks for and the answer lacks ("Expense
+    report EXP-2024-0048 by Dana Weber was approved." / "... Amount: EUR 121.34")."""
+    answer_words = stems(first)
+    made_from: tuple[int, EvidenceMessage, list[str], int] | None = None
+    for m in sources:
+        said = sentences(m)
+        for i, sentence in enumerate(said):
+            shared = len(answer_words & stems(sentence))
+            if shared >= MIN_SHARED and quotable(sentence) and (made_from is None or shared > made_from[0]):
+                made_from = (shared, m, said, i)
+    if made_from is None:
+        return []
+    _, m, said, i = made_from
+    following = [s for s in said[i + 1 : i + 1 + MAX_FOLLOWING] if quotable(s)]
+    if said[i].rstrip().endswith(":"):
+        taken = following
+    else:
+        wanted = tuple(prefix for kind in lacking for prefix in _GIVES.get(kind, ()))
+        taken = following[:1] if wanted and any(d.startswith(wanted) for d in details(following[0]) - have) else []
+    return [statement(m, s).model_copy(update={"completes": 0}) for s in taken]

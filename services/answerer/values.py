@@ -25,6 +25,13 @@ _EMAIL = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
 _URL = re.compile(r"https?://[^\s)>\]]+|\bwww\.[^\s)>\]]+")
 _TIME = re.compile(r"\b(\d{1,2})(?:[:.h](\d{2})\b|\s?(am|pm|a\.m\.|p\.m\.))", re.I)
 _PHONE = re.compile(r"\+?\d[\d /-]{6,}\d")
+# A month named alone ("when the policy renews in July"): after a word that makes it a
+# time (the modal "may" is not one).
+_MONTH_ALONE = re.compile(
+    r"\b(?:in|from|until|till|by|since|before|after|of|mid-?|early|late)\s+"
+    r"(january|february|march|april|may|june|july|august|september|october|november|december)\b",
+    re.I,
+)
 _NUMBER = re.compile(r"\d+")
 
 
@@ -61,12 +68,13 @@ def amounts(text: str) -> set[str]:
 
 def details(text: str) -> set[str]:
     """The particulars ``text`` gives, each as one comparable value: ``date:4-3``,
-    ``time:14:00``, ``amount:2115.50``, ``email:...``, ``link:...``, ``phone:...``,
+    ``month:7`` (a month named alone), ``time:14:00``, ``amount:2115.50``, ``email:...``, ``link:...``, ``phone:...``,
     ``code:...`` and, for any other number, ``number:92``."""
     found = {f"date:{m}-{d}" for m, d in dates(text)} | {f"amount:{a}" for a in amounts(text)}
     rest = text
     for pattern in (_AMOUNT, _DAY_MONTH, _MONTH_DAY, _ISO, _DOTTED):
         rest = pattern.sub(" ", rest)
+    found |= {f"month:{_MONTHS[m.group(1)[:3].casefold()]}" for m in _MONTH_ALONE.finditer(rest)}
     for pattern, kind in ((_URL, "link"), (_EMAIL, "email"), (asked.CODE, "code")):
         for m in pattern.finditer(rest):
             found.add(f"{kind}:{m.group().casefold().rstrip('.,;')}")
@@ -94,4 +102,6 @@ def given(found: set[str]) -> set[str]:
         kind, _, v = value.partition(":")
         if kind == "amount":
             out.add(f"number:{int(float(v))}")
+        elif kind == "date":
+            out.add(f"month:{v.split('-')[0]}")
     return out

@@ -32,6 +32,7 @@ def test_nouns_name_what_a_single_part_asks_for():
         ("When do I need to be in Lyon, and where exactly?", "On 18 April at 14:00 at 12 rue de Gerland.", []),
         ("How much is the Initech invoice and when is it due?", "It is EUR 389.90, due on 12 May 2024.", []),
         ("How much is the Initech invoice and when is it due?", "It is due on 12 May.", ["amount"]),  # a day is no amount
+        ("Expense report EXP-2024-0048: whose is it and how much?", "EXP-2024-0048 is Dana Weber's.", ["amount"]),  # nor a code
         ("Who is handling the Golf claim, and how do I reach her?", "Sabine Roth handles it.", ["contact"]),
         ("Who is handling the Golf claim, and how do I reach her?", "Sabine Roth, sabine.roth@insurer.example.", []),
         ("Who is handling the Golf claim, and how do I reach her?",

@@ -43,6 +43,25 @@ def answer(text: str, *cited: str) -> list[DraftSentence]:
     return [DraftSentence(text=text, citations=list(cited))]
 
 
+DECISION = message(
+    "m-decision",
+    "Dear Mr Klein,\n\nwe have decided on claim HM-88213 (hail damage, Ford Transit HH-GX 310):\n\n- Bodywork: "
+    "accepted. We pay EUR 3,180.00.\n- Windscreen: rejected.\n\nThe decision letter is attached.",
+    subject="Decision HM-88213", sender="Harbor Mutual <claims@harbor.example>", date=datetime(2024, 4, 9, tzinfo=UTC),
+)
+EXPENSE = message(
+    "m-expense",
+    "Expense report EXP-2024-0048 by Dana Weber was approved by the line manager.\n"
+    "Purpose: fuel for Sprinter M-AC 1190 Amount: EUR 121.34 Cost centre: SAL-200\n"
+    "Please include it in the next payment run.",
+    subject="Expense report approved", sender="Acme Expenses <expenses@acme.example>",
+)
+GLASS = message(
+    "m-glass", "Carol, yes, let's add glass cover when the policy renews in July; I'll ask Harbor Mutual for a quote.",
+    subject="Re: Van policy", sender="Frank Ortiz <frank@globex.example>",
+)
+
+
 def test_details_are_compared_as_values() -> None:
     assert details("booked for 22 May from 8:30 to 1 pm, lunch for 9, EUR 2,115.50") == {
         "date:5-22", "time:8:30", "time:13:00", "number:9", "amount:2115.50",
@@ -77,6 +96,32 @@ def test_a_sentence_giving_what_the_question_asks_and_the_answer_lacks_is_chosen
         answer("Sabine Roth is handling the Golf claim at the insurer.", "m-adjuster"), [ADJUSTER],
     )
     assert len(added) == 1 and "+49 40 8830 1456" in added[0].text
+
+
+def test_what_follows_a_line_ending_in_a_colon_comes_with_it() -> None:
+    added = detail_statements(
+        "What did Harbor Mutual decide on the Transit hail claim?",
+        answer("Harbor Mutual decided on claim HM-88213 (hail damage, Ford Transit HH-GX 310):", "m-decision"), [DECISION],
+    )
+    text = " ".join(s.text for s in added)
+    assert "EUR 3,180.00" in text and "Windscreen: rejected" in text
+
+
+def test_the_next_sentence_comes_when_it_gives_the_amount_asked_though_the_answers_own_holds_none() -> None:
+    question = "Expense report EXP-2024-0048: whose is it and how much?"
+    added = detail_statements(question, answer("Expense report EXP-2024-0048 by Dana Weber was approved.", "m-expense"), [EXPENSE])
+    assert len(added) == 1 and "EUR 121.34" in added[0].text
+    # Not asked for, not added.
+    unasked = "Who filed expense report EXP-2024-0048?"
+    assert detail_statements(unasked, answer("Expense report EXP-2024-0048 by Dana Weber was approved.", "m-expense"), [EXPENSE]) == []
+
+
+def test_a_month_named_alone_is_a_detail() -> None:
+    assert details("when the policy renews in July") == {"month:7"}
+    assert details("we may add it") == set()
+    added = detail_statements("Are we adding glass cover to the van's policy?",
+                              answer("Yes, we are adding glass cover to the van's policy.", "m-glass"), [GLASS])
+    assert len(added) == 1 and "in July" in added[0].text
 
 
 def test_nothing_is_added_when_the_answer_already_holds_the_details() -> None:
