@@ -29,7 +29,7 @@ from services.answerer.statements import quotable, sentences, statement
 from services.answerer.values import details, given
 from shared import asked
 from shared.messages import DraftSentence, EvidenceMessage
-from shared.passages import stems
+from shared.passages import sender_name, stems
 
 # A sentence the answer is made from shares at least this many of the answer's
 # content words (stems) with it.
@@ -76,7 +76,7 @@ def detail_statements(
             if best is None or rank > best[:3]:
                 best = (*rank, m, said, i)
     if best is None:
-        return _what_follows(first, have, lacking, sources)
+        return _what_follows(question, first, have, lacking, sources)
     m, said, i = best[3:]
     out = [statement(m, said[i]).model_copy(update={"completes": 0})]
     if i + 1 < len(said) and quotable(said[i + 1]):
@@ -101,27 +101,54 @@ _GIVES = {asked.AMOUNT: ("amount:",), asked.DATE: ("date:",), asked.WHEN: ("date
 
 
 def _what_follows(
-    first: str, have: set[str], lacking: set[str], sources: Sequence[EvidenceMessage]
+    question: str, first: str, have: set[str], lacking: set[str], sources: Sequence[EvidenceMessage]
 ) -> list[DraftSentence]:
     """When the answer is made from a sentence that holds no details of its own: what
-    follows it, if that sentence announces it (ends in a colon), or the next sentence
-    if it gives a kind of fact the question asks for and the answer lacks ("Expense
-    report EXP-2024-0048 by Dana Weber was approved." / "... Amount: EUR 121.34")."""
+    follows it, if that sentence announces it (ends in a colon); the next sentence, if
+    it gives a kind of fact the question asks for and the answer lacks ("Expense report
+    EXP-2024-0048 by Dana Weber was approved." / "... Amount: EUR 121.34"); else the
+    sentence itself, if it covers a part of the question the answer left out whole
+    ("..., and are we leasing them?": "approved: buy them, no leasing") or the answer borrowed its
+    writer's first person ("in the key safe in my office": whose office the quote says).
+    A sentence's writer counts among its words: "Tom approved" is made from Tom's mail."""
     answer_words = stems(first)
     made_from: tuple[int, EvidenceMessage, list[str], int] | None = None
     for m in sources:
-        said = sentences(m)
+        said, writer = sentences(m), stems(sender_name(m.sender))
         for i, sentence in enumerate(said):
-            shared = len(answer_words & stems(sentence))
+            shared = len(answer_words & (stems(sentence) | writer))
             if shared >= MIN_SHARED and quotable(sentence) and (made_from is None or shared > made_from[0]):
                 made_from = (shared, m, said, i)
     if made_from is None:
         return []
     _, m, said, i = made_from
     following = [s for s in said[i + 1 : i + 1 + MAX_FOLLOWING] if quotable(s)]
+    wanted = tuple(prefix for kind in lacking for prefix in _GIVES.get(kind, ()))
     if said[i].rstrip().endswith(":"):
         taken = following
+    elif following and wanted and any(d.startswith(wanted) for d in details(following[0]) - have):
+        taken = following[:1]
+    elif _left_out_part(question, answer_words) & stems(said[i]) or (
+        _FIRST_PERSON.search(first) and _FIRST_PERSON.search(said[i])
+    ):
+        taken = [said[i]]
     else:
-        wanted = tuple(prefix for kind in lacking for prefix in _GIVES.get(kind, ()))
-        taken = following[:1] if wanted and any(d.startswith(wanted) for d in details(following[0]) - have) else []
+        taken = []
     return [statement(m, s).model_copy(update={"completes": 0}) for s in taken]
+
+
+# A question's clauses: "Did Tom approve the two forklifts, and are we leasing them?"
+_CLAUSES = re.compile(r"\?|,?\s+(?:and|or)\s+|,\s+", re.I)
+
+
+def _left_out_part(question: str, answer_words: set[str]) -> set[str]:
+    """The words of the question's clauses that the answer shares no word with, when
+    the question has more than one."""
+    clauses = [stems(c) for c in _CLAUSES.split(question)]
+    clauses = [c for c in clauses if c]
+    if len(clauses) < 2:
+        return set()
+    return {w for c in clauses if not c & answer_words for w in c}
+
+
+_FIRST_PERSON = re.compile(r"\b(?:I|[Mm]y|[Mm]e|[Mm]ine)\b")

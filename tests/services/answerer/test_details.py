@@ -116,6 +116,23 @@ def test_the_next_sentence_comes_when_it_gives_the_amount_asked_though_the_answe
     assert detail_statements(unasked, answer("Expense report EXP-2024-0048 by Dana Weber was approved.", "m-expense"), [EXPENSE]) == []
 
 
+def test_the_answers_own_sentence_comes_when_it_covers_a_part_of_the_question_the_answer_left_out() -> None:
+    approved = message("m-approved", "Alice, approved: buy them, no leasing.\nPlease ask Bob to plan the payment.",
+                       subject="Re: Forklifts", sender="Tom Richter <tom@acme.example>", date=datetime(2024, 3, 20, tzinfo=UTC))
+    added = detail_statements("Did Tom approve the two forklifts, and are we leasing them?",
+                              answer("Yes, Tom approved the two forklifts.", "m-approved"), [approved])
+    assert [s.text for s in added] == ['Tom Richter, 20 March: "Alice, approved: buy them, no leasing."']
+
+
+def test_the_answers_own_sentence_comes_when_the_answer_borrows_its_writers_first_person() -> None:
+    keys = message("m-keys", "Alice, as discussed: the spare keys for hall A and B are in the key safe in my office (top shelf).",
+                   subject="Keys", sender="Jonas Hoffmann <jonas@acme.example>", date=datetime(2024, 2, 26, tzinfo=UTC))
+    question = "Where are the spare keys for halls A and B?"
+    added = detail_statements(question, answer("The spare keys for hall A and B are in the key safe in my office.", "m-keys"), [keys])
+    assert len(added) == 1 and added[0].text.startswith("Jonas Hoffmann")
+    assert detail_statements(question, answer("The spare keys for hall A and B are in the key safe.", "m-keys"), [keys]) == []
+
+
 def test_a_month_named_alone_is_a_detail() -> None:
     assert details("when the policy renews in July") == {"month:7"}
     assert details("we may add it") == set()
