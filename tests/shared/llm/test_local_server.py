@@ -22,3 +22,13 @@ def test_the_speed_is_read_from_one_call_that_sends_the_system_prompt(scripted_m
     (body,) = scripted_model.bodies
     assert body["messages"][0] == {"role": "system", "content": "the fixed system prompt"}
     assert body["max_tokens"] == 1
+
+
+def test_the_server_keeps_no_logits_it_is_never_asked_for() -> None:
+    from pathlib import Path
+
+    from shared.llm.local_server import server_command
+
+    cmd = server_command(8090, Path("model.gguf"), n_threads=2)
+    assert cmd[cmd.index("--logits_all") + 1] == "False"
+    assert "--logits_all" not in server_command(8090, Path("model.gguf"), options={})
