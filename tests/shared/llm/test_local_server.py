@@ -3,7 +3,9 @@ taken from it."""
 
 from __future__ import annotations
 
-from shared.llm.local_server import MIN_RUN_SECONDS, prompt_speed, run_seconds
+from pathlib import Path
+
+from shared.llm.local_server import MIN_RUN_SECONDS, prompt_speed, run_seconds, server_command
 from tests.fixtures.scripted_model import Reply
 
 
@@ -25,10 +27,6 @@ def test_the_speed_is_read_from_one_call_that_sends_the_system_prompt(scripted_m
 
 
 def test_the_server_keeps_no_logits_it_is_never_asked_for() -> None:
-    from pathlib import Path
-
-    from shared.llm.local_server import server_command
-
     cmd = server_command(8090, Path("model.gguf"), n_threads=2)
     assert cmd[cmd.index("--logits_all") + 1] == "False"
     assert "--logits_all" not in server_command(8090, Path("model.gguf"), options={})
