@@ -10,8 +10,6 @@ lock, so the client's timing is not the model's and the reverse.
 from __future__ import annotations
 
 import argparse
-import signal
-import sys
 from pathlib import Path
 
 from tests.fixtures.brains import honest
@@ -31,16 +29,7 @@ def main() -> None:
     model = ScriptedModel(lambda body: brain(body).model_copy(update={"delay": args.latency}))
     model._server.socket.listen(1024)  # a longer backlog: hundreds of runs connect at once
     model.record = lambda entry: None  # thousands of prompts would only fill memory
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
-    args.port_file.write_text(str(model.port))
-    try:
-        model._server.serve_forever(poll_interval=0.05)
-    except (KeyboardInterrupt, SystemExit):
-        pass
-    finally:
-        model._stopping.set()
-        model._server.server_close()
-
+    model.serve_until_signalled(lambda: args.port_file.write_text(str(model.port)))
 
 if __name__ == "__main__":
     main()
