@@ -44,21 +44,24 @@ from services.verifier.normalize import Normalized, normalize_with_map
 
 Key = tuple
 
+# Month names in the languages mail to a European business arrives in: English, German,
+# French, Spanish, Italian, Dutch ("le jeudi 18 avril" supports "on 18 April"). Only
+# beside a day or a year do they read as a date, so "mars" or "mayo" alone is no month.
 _MONTHS: dict[str, int] = {}
 for _number, _names in enumerate(
     (
-        "jan january januar jänner",
-        "feb february februar",
-        "mar march märz maerz",
-        "apr april",
-        "may mai",
-        "jun june juni",
-        "jul july juli",
-        "aug august",
-        "sep sept september",
-        "oct october okt oktober",
-        "nov november",
-        "dec december dez dezember",
+        "jan january januar jänner janvier enero gennaio januari",
+        "feb february februar février fevrier febrero febbraio februari",
+        "mar march märz maerz mars marzo maart",
+        "apr april avril abril aprile",
+        "may mai mayo maggio mei",
+        "jun june juni juin junio giugno",
+        "jul july juli juillet julio luglio",
+        "aug august août aout agosto augustus",
+        "sep sept september septembre septiembre settembre",
+        "oct october okt oktober octobre octubre ottobre",
+        "nov november novembre noviembre",
+        "dec december dez dezember décembre decembre diciembre dicembre",
     ),
     start=1,
 ):
@@ -119,8 +122,8 @@ _DIGIT_LED = (
     r"|(?P<hmark>(?P<xh>\d{1,2})(?:h(?P<xm>[0-5]\d)?|\s?uhr)(?!\w))"
     rf"|(?P<dayrange>(?P<r1>\d{{1,2}})\s?[-\u2013]\s?(?P<r2>\d{{1,2}})\.?\s*(?:of\s+)?(?P<rmon>{_MONTH})(?!\w)\.?"
     rf"(?:,?\s*(?P<ry>\d{{4}}){_NUM_END})?)"
-    rf"|(?P<daymonth>(?P<dd>\d{{1,2}})(?:st|nd|rd|th|\.)?\s*(?:of\s+)?(?P<dmon>{_MONTH})(?!\w)\.?"
-    rf"(?:,?\s*(?P<dy>\d{{4}}){_NUM_END})?)"
+    rf"|(?P<daymonth>(?P<dd>\d{{1,2}})(?:st|nd|rd|th|er|\.)?\s*(?:(?:of|de)\s+)?(?P<dmon>{_MONTH})(?!\w)\.?"
+    rf"(?:,?\s*(?:de\s+)?(?P<dy>\d{{4}}){_NUM_END})?)"
     r"|(?P<hour>(?P<hh>\d{1,2})\s*(?P<hap>[ap])(?:\.m\b\.?|m\b))"
     rf"|(?P<token>{_TOKEN_DIGIT})"
 )

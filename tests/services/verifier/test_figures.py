@@ -116,6 +116,13 @@ def test_what_is_a_figure(sentence: str, expected: list[str]) -> None:
         ("12-13 June 2024", "12 June", True),
         ("12-13 June 2024", "14 June", False),
         ("12-13 June 2024", "12-14 June", False),
+        ("le jeudi 18 avril à 14h00", "April 18th", True),  # months in the mail's language
+        ("le jeudi 18 avril", "19 April", False),
+        ("am 3. März 2024", "2024-03-03", True),
+        ("el 3 de marzo de 2024", "3 March 2024", True),
+        ("le 1er août", "1 August", True),
+        ("il 5 maggio", "May 5", True),
+        ("op 12 mei", "12 May", True),
         # a length of time joined to its unit
         ("if you sign for 24 months", "a 24-month renewal", True),
         ("if you sign for 24 months", "a 36-month renewal", False),
