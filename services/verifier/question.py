@@ -78,6 +78,9 @@ _REQUEST = re.compile(
     r"\W*(?:can|could|would|will)\s+you\s+(?:please\s+)?(?:check|tell|find|look|show|give|let|search|see|say)\b",
     re.I,
 )
+# "week 15", "calendar week 15", "wk 15", German "KW 15": as the question writes it, and as
+# a message may (see week_names).
+_WEEK = re.compile(r"\b(?:(?:calendar\s+)?week|wk|kw|cw)\s?(\d{1,2})\b", re.I)
 _QUARTERLY = re.compile(r"\b(quarterly)\s+([^\W\d_]+)", re.I)
 _WHETHER = re.compile(r"\b(?:if|whether)\b", re.I)
 _CURRENCY = re.compile(r"eur|usd|gbp|chf|[€$£]")
@@ -100,9 +103,11 @@ class Pinned:
     # it ("quarterly review": these words, in lower case).
     quarters: tuple[str, ...] = ()
     quarterly: tuple[str, ...] = ()
+    # A numbered week ("in week 15"): the weekly report for week 12 does not answer it.
+    weeks: tuple[int, ...] = ()
 
     def __bool__(self) -> bool:
-        return bool(self.codes or self.names or self.months or self.quarters)
+        return bool(self.codes or self.names or self.months or self.quarters or self.weeks)
 
 
 def _month(word: str) -> str | None:
@@ -143,8 +148,14 @@ def pinned(question: str) -> Pinned:
             # too short to look for.
             names.extend(p.casefold() for p in word.split("-") if len(p) > 1 or p.isdigit())
     words = frozenset(stem for _, stem in content_words(figures.normalize_figures(question).text))
+    weeks = tuple(dict.fromkeys(int(m.group(1)) for m in _WEEK.finditer(question)))
     return Pinned(codes, tuple(dict.fromkeys(names)), tuple(dict.fromkeys(months)), asks(question), words,
-                  _polar(question), tuple(dict.fromkeys(quarters)), _quarterly(question) if quarters else ())
+                  _polar(question), tuple(dict.fromkeys(quarters)), _quarterly(question) if quarters else (), weeks)
+
+
+def week_names(week: int) -> tuple[str, ...]:
+    """How a message names a numbered week: "week 15", "KW 15", "wk 15", "CW 15"."""
+    return tuple(f"{word} {week}" for word in ("week", "kw", "wk", "cw"))
 
 
 def _quarterly(question: str) -> tuple[str, ...]:

@@ -31,7 +31,7 @@ A sentence (after this service's own split) is kept only when
    ("scheduled", "takes place") do not count either;
 8. what the question pins down is named by its sources (else ``off_question``,
    offending: what is missing; see :mod:`.question`): a code (an invoice, claim or
-   order number) by a cited message, a proper name, a month or a quarter ("Q2", or the
+   order number) or a numbered week ("week 15", "KW 15") by a cited message, a proper name, a month or a quarter ("Q2", or the
    question's "quarterly review" with no other quarter named) by a cited message or
    another message of its thread. A true sentence about another invoice, another
    tenant's claim or April's bill does not answer about this one. Nor does a sentence
@@ -69,7 +69,7 @@ from services.verifier.amounts import as_amount
 from services.verifier.citations import parse_structured, strip_markers
 from services.verifier.figures import normalize_figures, sentence_figures
 from services.verifier.outcome import degraded_hits, model_note, reason_code
-from services.verifier.question import AMOUNT, WHEN, Pinned, gives, gives_contact, pinned
+from services.verifier.question import AMOUNT, WHEN, Pinned, gives, gives_contact, pinned, week_names
 from services.verifier.quotes import extract_quotes
 from services.verifier.sources import Source, Sources
 from services.verifier.splitter import split_sentences
@@ -273,12 +273,15 @@ def _check(
 def _off_question(question: Pinned, sources: Sources, cited: list[str]) -> str | None:
     """The first thing the question pins down that the sentence's sources never name.
 
-    A code must be named by a cited message itself; a name, month or quarter may also be
+    A code or a numbered week must be named by a cited message itself; a name, month or quarter may also be
     named by another message of a cited thread (see :mod:`.question`).
     """
     for code in question.codes:
         if not any(sources[message_id].mentions(code) for message_id in cited):
             return code
+    for week in question.weeks:
+        if not any(sources[message_id].mentions(name) for name in week_names(week) for message_id in cited):
+            return f"week {week}"
     context = sources.threads_of(cited) if question.names or question.months or question.quarters else []
     for name in question.names:
         if not any(source.names(name) for source in context):

@@ -128,6 +128,16 @@ def test_a_month_is_named_in_the_text_or_by_the_messages_date() -> None:
     assert [(r.reason, r.offending) for r in neither.removed] == [("off_question", "october")]
 
 
+def test_a_numbered_week_must_be_the_cited_reports_own() -> None:
+    week = {n: message(f"m{n:012d}", f"Sprinter M-AC 1190: {1000 + n} km.", subject=f"Fleet report, {label}")
+            for n, label in ((12, "week 12"), (15, "KW 15"))}
+    question = "How many km did the Sprinter do in week 15?"
+    wrong = _verify(question, ("The Sprinter did 1012 km.", week[12].message_id), extra=week.values())
+    right = _verify(question, ("The Sprinter did 1015 km.", week[15].message_id), extra=week.values())
+    assert [(r.reason, r.offending) for r in wrong.removed] == [("off_question", "week 15")]
+    assert [s.text for s in right.kept] == ["The Sprinter did 1015 km."]
+
+
 def test_an_answer_without_the_kind_of_figure_asked_for_is_removed_whole() -> None:
     verdict = _verify(
         "How much did the insurer pay for the Golf?",
