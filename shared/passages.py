@@ -378,11 +378,12 @@ _PLACEHOLDER = re.compile(r"^\W*<[^<>]*>\W*$")
 # The model names what it read by the prompt's labels ("Alice Martin from thread T1
 # stated ...", "(P2)", "According to passage P3, ..."). They mean something only in its
 # prompt: to a reader they are noise, and to the verifier "T1" is a code no source holds.
-_LABELS = r"(?:passages?|threads?)?\s*[PT]\d{1,2}(?:\s*(?:,|and|&)\s*[PT]\d{1,2})*"
+_LABEL_LIST = r"[PT]\d{1,2}(?:\s*(?:,|and|&)\s*[PT]\d{1,2})*"
+_LABELS = rf"(?:passages?|threads?)?\s*{_LABEL_LIST}"
 _LABEL_REF = re.compile(
     rf"\s*[(\[]{_LABELS}[)\]]"
     rf"|^(?:according to|as stated in|as per|per|in|from)\s+(?:the\s+)?{_LABELS}\s*,\s*"
-    rf"|\s*\b(?:(?:from|in|of|per)\s+)?(?:the\s+)?(?:passages?|threads?)\s+[PT]\d{{1,2}}(?:\s*(?:,|and|&)\s*[PT]\d{{1,2}})*\b",
+    rf"|\s*\b(?:(?:from|in|of|per)\s+)?(?:the\s+)?(?:passages?|threads?)\s+{_LABEL_LIST}\b",
     re.I,
 )
 _SPACE_BEFORE_STOP = re.compile(r"\s+(?=[,.;:!?])")

@@ -111,6 +111,7 @@ def test_quotes_are_folded(text, expected):
 
 def test_a_date_goes_to_the_message_sent_that_day():
     asked = msg("asked", "Please send us photos of the damaged Golf.")
-    sent = EvidenceMessage(**{**msg("sent", "Attached are the photos of the damaged Golf.").model_dump(),
-                              "date": datetime(2024, 3, 13, 16, 20, tzinfo=UTC)})
+    sent = msg("sent", "Attached are the photos of the damaged Golf.").model_copy(
+        update={"date": datetime(2024, 3, 13, 16, 20, tzinfo=UTC)}
+    )
     assert attribute("We sent the photos of the damaged Golf on 2024-03-13.", [asked, sent], preferred=["asked"]) == ["sent"]
