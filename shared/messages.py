@@ -21,7 +21,8 @@ Outcome = Literal["answered", "insufficient_evidence", "budget_exhausted", "degr
 Ending = Literal["answer", "insufficient_evidence", "budget_exhausted", "degraded", "cancelled"]
 RemovalReason = Literal[
     "no_citation", "unknown_citation", "quote_not_found", "empty_sentence", "malformed",
-    "figure_not_found", "unsupported_claim", "off_question", "asked_figure_missing", "answer_removed",
+    "figure_not_found", "unsupported_claim", "off_question", "restates_question", "asked_figure_missing",
+    "answer_removed",
 ]
 # Why a run ended unanswered: fixed codes the verifier chooses from facts it checked,
 # never text a stage or a model wrote (that is ``RunResult.model_note`` at most).

@@ -41,6 +41,12 @@ A sentence (after this service's own split) is kept only when
    sentence adds words of its own that its sources hold, it is an answer in other words
    and stays.
 
+9. it says something beyond the question's own words, unless the question is a yes/no
+   one: a figure, a quote, or a word a cited message states (else
+   ``restates_question``): "We agreed with Contoso about the damaged pallet." for "What
+   did we agree with Contoso about the damaged pallet?" answers nothing, nor does the
+   sender's name alone for "who is covering the claims desk?".
+
 A sentence code added for the details an earlier one leaves out (``completes``, see
 ``services/answerer/details.py``) goes when that sentence goes (``answer_removed``):
 a source's particulars answer nothing on their own.
@@ -254,6 +260,13 @@ def _check(
         missing = [word for word, word_stem in claim if word_stem not in found]
         if (negated and missing) or (claim and len(missing) / len(claim) > unsupported_threshold):
             return removed("unsupported_claim", " ".join(missing[:MAX_OFFENDING_WORDS]))
+
+    # An answer to a question that is not yes/no says something of its own. A sentence
+    # with no figure, no quote and no word a cited message states beyond the question's
+    # ("We agreed with Contoso about the damaged pallet.", a sender's name alone)
+    # answers nothing, however true; its details, if any, go with it (``completes``).
+    if question.words and not question.polar and not adds and not quoted:
+        return removed("restates_question")
 
     words: frozenset[str] | None = None
     citations: list[Citation] = []

@@ -471,3 +471,23 @@ def test_price_words_without_an_amount_are_a_claim() -> None:
     verdict = _verify("What about the summit?",
                       ("The summit ticket costs a fortune at the early-bird price.", summit.message_id), extra=[summit])
     assert [r.reason for r in verdict.removed] == ["unsupported_claim"]
+
+
+def test_a_sentence_that_only_restates_the_question_is_removed() -> None:
+    verdict = _verify("What did we agree with Anna about the Golf claim?", ("We agreed with Anna about the Golf claim.", M1))
+    assert [(r.reason, r.offending) for r in verdict.removed] == [("restates_question", None)]
+
+
+def test_a_sender_name_alone_answers_nothing() -> None:
+    verdict = _verify("Who is covering the claims desk?", ("Example Insurance claims", M1))
+    assert [r.reason for r in verdict.removed] == ["restates_question"]
+
+
+def test_a_restated_question_with_a_word_of_its_own_is_an_answer() -> None:
+    verdict = _verify("What did the insurer decide on the Golf claim?", ("The insurer accepted the Golf claim.", M1))
+    assert [s.text for s in verdict.kept] == ["The insurer accepted the Golf claim."]
+
+
+def test_a_yes_that_restates_a_yes_no_question_is_an_answer() -> None:
+    verdict = _verify("Did the insurer accept the claim?", ("Yes, the insurer accepted the claim.", M1))
+    assert [s.text for s in verdict.kept] == ["Yes, the insurer accepted the claim."]
