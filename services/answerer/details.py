@@ -76,7 +76,9 @@ def detail_statements(
             if best is None or rank > best[:3]:
                 best = (*rank, m, said, i)
     if best is None:
-        return _what_follows(question, first, have, lacking, sources)
+        return _what_follows(question, first, have, lacking, sources) or _when_it_happens(
+            question_words, have, sources
+        )
     m, said, i = best[3:]
     out = [statement(m, said[i]).model_copy(update={"completes": 0})]
     if i + 1 < len(said) and quotable(said[i + 1]):
@@ -152,3 +154,24 @@ def _left_out_part(question: str, answer_words: set[str]) -> set[str]:
 
 
 _FIRST_PERSON = re.compile(r"\b(?:I|[Mm]y|[Mm]e|[Mm]ine)\b")
+
+
+def _when_it_happens(question_words: set[str], have: set[str], sources: Sequence[EvidenceMessage]) -> list[DraftSentence]:
+    """For an answer without a date: the sentence of its source that names what the
+    question is about (shares at least MIN_SHARED of its words) and gives the date
+    ("Where is the team offsite?": "Kloster Seeon on Lake Seeon" / "our team offsite
+    takes place on Friday, 7 June")."""
+    if any(d.startswith("date:") for d in have):
+        return []
+    best: tuple[int, int, EvidenceMessage, str] | None = None
+    for order, m in enumerate(sources):
+        for i, sentence in enumerate(sentences(m)):
+            shared = len(question_words & stems(sentence))
+            if shared < MIN_SHARED or not quotable(sentence):
+                continue
+            if not any(d.startswith("date:") for d in details(sentence) - have):
+                continue
+            rank = (shared, -(order * 1000 + i))
+            if best is None or rank > best[:2]:
+                best = (*rank, m, sentence)
+    return [] if best is None else [statement(best[2], best[3]).model_copy(update={"completes": 0})]

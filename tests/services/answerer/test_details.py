@@ -141,6 +141,21 @@ def test_a_month_named_alone_is_a_detail() -> None:
     assert len(added) == 1 and "in July" in added[0].text
 
 
+OFFSITE = message(
+    "m-offsite",
+    "Hi everyone,\n\nplease save the date: our team offsite takes place on Friday, 7 June. We will spend the day "
+    "at Kloster Seeon on Lake Seeon: workshops in the morning, dinner together in the evening.\n\nAlice",
+    subject="Team offsite - save the date", sender="Alice Martin <alice@acme.example>",
+)
+
+
+def test_the_date_of_what_the_question_is_about_comes_when_the_answer_gives_none() -> None:
+    added = detail_statements("Where is the team offsite?", answer("Kloster Seeon on Lake Seeon", "m-offsite"), [OFFSITE])
+    assert [s.text for s in added] == ['Alice Martin, 29 November: "please save the date: our team offsite takes place on Friday, 7 June."']
+    dated = answer("The team offsite is at Kloster Seeon on 7 June.", "m-offsite")
+    assert detail_statements("Where is the team offsite?", dated, [OFFSITE]) == []
+
+
 def test_nothing_is_added_when_the_answer_already_holds_the_details() -> None:
     said = answer("The Elbe room is booked for 22 May from 8:30 to 13:00, lunch for 9 from Deli Hafenblick at 12:30.",
                   "m-booked")
