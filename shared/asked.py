@@ -3,7 +3,8 @@
 The embedded model answers the first part of a question and stops: "When does the night
 shift start, what are the hours, and who leads it?" came back with the start date and
 the lead, without the hours. Code sees that cheaply: each part's question word or noun
-names the kind of fact it wants (a time, a date, an amount, a place, a person, a link),
+names the kind of fact it wants (a time, a date, an amount, a place, a person, a link,
+an account to pay into),
 and each kind has a shape an answer that gives it must show. A part the answer shows no
 shape for is missing, and the planner asks the model once to add it.
 
@@ -16,8 +17,8 @@ from __future__ import annotations
 
 import re
 
-TIME, DATE, WHEN, AMOUNT, PLACE, PERSON, CONTACT, LINK = (
-    "time", "date", "when", "amount", "place", "person", "contact", "link"
+TIME, DATE, WHEN, AMOUNT, PLACE, PERSON, CONTACT, LINK, ACCOUNT = (
+    "time", "date", "when", "amount", "place", "person", "contact", "link", "account"
 )
 
 # What each kind is called when the model is asked to add it.
@@ -30,6 +31,7 @@ WANTED = {
     PERSON: "the person's name",
     CONTACT: "how to reach them (phone number or e-mail address)",
     LINK: "the link",
+    ACCOUNT: "the account (IBAN or account number)",
 }
 
 # Words in a part of the question that ask for a kind. "when" is satisfied by a date or
@@ -43,6 +45,8 @@ _ASKS = (
     (PLACE, re.compile(r"\b(where|place|address|location|venue)\b")),
     (PERSON, re.compile(r"\bwho\b")),
     (CONTACT, re.compile(r"\b(reach|contact|phone|e-?mail address)\b")),
+    # Which account to pay into; not "comes off our account", which asks when.
+    (ACCOUNT, re.compile(r"\b(?:(?:which|what) (?:bank )?account|account number|iban|bank (?:details|account))\b")),
 )
 
 # A new part starts at a question word after a comma or "and", or after a question mark.
@@ -69,6 +73,8 @@ _PLACE_SHAPE = re.compile(
     r"|terminal|dock|station|airport|reception|warehouse|site)\b"
 )
 _CONTACT_SHAPE = re.compile(r"@|\+?\d[\d /-]{5,}\d")
+# An IBAN ("DE12 7002 0270 0015 8842 19"), or an account number given as one.
+_ACCOUNT_SHAPE = re.compile(r"\b[a-z]{2}\d{2}(?: ?[a-z0-9]{4}){2,7}(?: ?[a-z0-9]{1,3})?\b|\baccount (?:number |no\.? )?\d[\d -]{4,}")
 _SENTENCES = re.compile(r"[^.!?]+")
 # An invoice, claim or order code: letters, then hyphen-joined groups ending in digits
 # (INV-2024-0173, CLM-2024-55817, FP-3391).
@@ -135,6 +141,8 @@ def _gives(kind: str, answer: str, question: str) -> bool:
         return bool(_PLACE_SHAPE.search(_without_when(low)) or _names(answer, question))
     if kind == PERSON:
         return bool(_names(answer, question))
+    if kind == ACCOUNT:
+        return bool(_ACCOUNT_SHAPE.search(low))
     return True
 
 

@@ -41,6 +41,10 @@ def test_nouns_name_what_a_single_part_asks_for():
         ("Who leads the night shift?", "The night shift is led by the shift lead.", ["person"]),
         ("Send me the link to the May invoice.", "The May invoice is online.", ["link"]),
         ("Did the insurer accept the Golf claim?", "Yes, it did.", []),  # a yes/no question asks for no shape
+        ("Which account do we pay the Initech chairs invoice into?", "Acme Logistics GmbH, Accounts payable.",
+         ["account"]),
+        ("Which account do we pay the Initech chairs invoice into?", "IBAN DE12 7002 0270 0015 8842 19.", []),
+        ("When does the March VAT come off our account?", "On 10 April.", []),  # asks when, not which account
     ],
 )
 def test_an_answer_leaves_out_the_parts_it_shows_no_shape_for(question, answer, left_out):
