@@ -4,9 +4,9 @@ The embedded model answers the first part of a question and stops: "When does th
 shift start, what are the hours, and who leads it?" came back with the start date and
 the lead, without the hours. Code sees that cheaply: each part's question word or noun
 names the kind of fact it wants (a time, a date, an amount, a place, a person, a link,
-an account to pay into),
-and each kind has a shape an answer that gives it must show. A part the answer shows no
-shape for is missing, and the planner asks the model once to add it.
+an account to pay into), and each kind has a shape an answer that gives it must show. A
+part the answer shows no shape for is missing, and the planner asks the model once to
+add it.
 
 The shapes are deliberately loose: they decide only whether to ask again (the planner)
 and whether a second sentence adds a part (the answerer), never whether an answer is
