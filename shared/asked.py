@@ -38,7 +38,7 @@ WANTED = {
 # a time; "date" and "time" named as nouns each want their own.
 _ASKS = (
     (LINK, re.compile(r"\b(link|url|web ?address)\b")),
-    (TIME, re.compile(r"\b(what time|times?|hours|opening hours)\b")),
+    (TIME, re.compile(r"\b(what time|(?<!-)times?(?!-)|hours|opening hours)\b")),  # not "on-time delivery"
     (DATE, re.compile(r"\b(date|what day|which day|deadline)\b")),
     (WHEN, re.compile(r"\b(when|by when|until when)\b")),
     (AMOUNT, re.compile(r"\b(how much|cost|costs|price|amount|worth|total|fee|salary)\b")),

@@ -23,9 +23,9 @@ labelled set's drafts (``evals/replay_verifier.py --answerer``), see
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
-from services.answerer.statements import quotable, sentences, statement
+from services.answerer.statements import attachment_sentences, quotable, sentences, statement
 from services.answerer.values import details, given
 from shared import asked
 from shared.messages import DraftSentence, EvidenceMessage
@@ -55,9 +55,33 @@ def detail_statements(
     answer_words, question_words = stems(first), stems(question)
     lacking = set(asked.missing(question, [first]))
     sources = [m for m in evidence if m.message_id in answer[0].citations]
+    # The mail's own words first, then what they announce; an attachment's sentences
+    # only when neither holds a detail (the KPI report's table, not the mail's summary
+    # of it, holds "94.1%"; a decision letter's PDF repeats what its mail says).
+    return (
+        _made_from(question, answer_words, question_words, have, lacking, sources, sentences, follow=True)
+        or _what_follows(question, first, have, lacking, sources)
+        or _made_from(question, answer_words, question_words, have, lacking, sources, attachment_sentences)
+        or _when_it_happens(question_words, have, sources)
+    )
+
+
+def _made_from(
+    question: str,
+    answer_words: set[str],
+    question_words: set[str],
+    have: set[str],
+    lacking: set[str],
+    sources: Sequence[EvidenceMessage],
+    read: Callable[[EvidenceMessage], list[str]],
+    follow: bool = False,
+) -> list[DraftSentence]:
+    """The sentence ``read`` finds in a source that the answer is made from and that
+    holds details it leaves out; with ``follow``, and the next one when that gives an
+    amount or a date the answer lacks."""
     best: tuple[int, int, int, EvidenceMessage, list[str], int] | None = None
     for order, m in enumerate(sources):
-        said = sentences(m)
+        said = read(m)
         for i, sentence in enumerate(said):
             if not quotable(sentence):
                 continue
@@ -76,12 +100,10 @@ def detail_statements(
             if best is None or rank > best[:3]:
                 best = (*rank, m, said, i)
     if best is None:
-        return _what_follows(question, first, have, lacking, sources) or _when_it_happens(
-            question_words, have, sources
-        )
+        return []
     m, said, i = best[3:]
     out = [statement(m, said[i]).model_copy(update={"completes": 0})]
-    if i + 1 < len(said) and quotable(said[i + 1]):
+    if follow and i + 1 < len(said) and quotable(said[i + 1]):
         after = {d for d in details(said[i + 1]) if d.startswith(("amount:", "date:"))}
         if after - have - details(said[i]):
             out.append(statement(m, said[i + 1]).model_copy(update={"completes": 0}))

@@ -156,6 +156,43 @@ def test_the_date_of_what_the_question_is_about_comes_when_the_answer_gives_none
     assert detail_statements("Where is the team offsite?", dated, [OFFSITE]) == []
 
 
+KPI = message(
+    "m-kpi",
+    "Hi Alice,\n\nattached is the KPI report for March. Short version: revenue up, on-time delivery slightly down.",
+    subject="Sales KPIs March", sender="Lukas Brandt <lukas@acme.example>",
+    attachments={"kpi-report.html": "KPI report March 2024\n\nKPI | March | February\nRevenue | EUR 1.42 million | "
+                 "EUR 1.31 million\nOn-time delivery | 94.1% | 95.6%\n"},
+)
+FLEET = message(
+    "m-fleet", "Weekly report attached.", subject="Fleet report, week 15", sender="Fleet <fleet@acme.example>",
+    attachments={"fleet-week-15.csv": "vehicle,plate,km_this_week\nVW Golf,M-AC 4821,538\nMercedes Sprinter,M-AC 1190,1553\n"},
+)
+
+
+def test_an_attachments_table_row_comes_with_its_header_when_the_body_holds_no_detail() -> None:
+    added = detail_statements("What did the March KPI report say about on-time delivery?",
+                              answer("On-time delivery was slightly down.", "m-kpi"), [KPI])
+    assert [s.text for s in added] == ['Lukas Brandt, 29 November: "KPI | March | February ... On-time delivery | 94.1% | 95.6%"']
+    assert verify(Draft(sentences=added), {KPI.message_id: KPI}).kept
+
+
+def test_a_csv_attachments_lines_are_rows() -> None:
+    added = detail_statements("How far did the Sprinter go in week 15?",
+                              answer("The Mercedes Sprinter M-AC 1190 was in service.", "m-fleet"), [FLEET])
+    assert [s.text for s in added] == [
+        'Fleet, 29 November: "vehicle,plate,km_this_week ... Mercedes Sprinter,M-AC 1190,1553"'
+    ]
+
+
+def test_the_bodys_own_sentence_is_preferred_to_an_attachments() -> None:
+    said = answer("The insurer accepted the claim.", "m-accepted")
+    letter = ACCEPTED.model_copy(update={"attachments": [
+        *ACCEPTED.attachments, *message("x", "", attachments={"decision.pdf": "Claim CLM-2024-55817 accepted: EUR 9.99."}).attachments
+    ]})
+    added = detail_statements("Did the insurer accept the Golf claim?", said, [letter])
+    assert all("9.99" not in s.text for s in added) and added
+
+
 def test_nothing_is_added_when_the_answer_already_holds_the_details() -> None:
     said = answer("The Elbe room is booked for 22 May from 8:30 to 13:00, lunch for 9 from Deli Hafenblick at 12:30.",
                   "m-booked")
