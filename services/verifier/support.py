@@ -197,6 +197,8 @@ _WEEKDAYS = ("mon", "tue", "wed", "thu", "fri", "sat", "sun")
 _WEEKDAY = re.compile(
     r"\b(mon|tue|wed|thu|fri|sat|sun)(?:day|sday|nesday|rsday|urday|s|\.)?\b", re.I
 )
+# A weekday right after a date: "2024-03-13 Wed", "13 March (Wednesday)".
+_WEEKDAY_AFTER = re.compile(r"[ ,(]*" + _WEEKDAY.pattern, re.I)
 
 
 def _weekday(f: Figure) -> int | None:
@@ -222,7 +224,7 @@ def blank_figures(norm_text: str, figures: Iterable[Figure]) -> str:
             before = _WEEKDAY.search(norm_text, max(0, start - 12), start)
             if before and not norm_text[before.end() : start].strip(" ,") and _day(before) == day:
                 start = before.start()
-            after = _WEEKDAY.match(norm_text, end + len(norm_text[end:]) - len(norm_text[end:].lstrip(" ,(")))
+            after = _WEEKDAY_AFTER.match(norm_text, end)
             if after and _day(after) == day:
                 end = after.end()
         spans.append((start, end))
