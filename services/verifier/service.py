@@ -31,16 +31,15 @@ A sentence (after this service's own split) is kept only when
    ("scheduled", "takes place") do not count either;
 8. what the question pins down is named by its sources (else ``off_question``,
    offending: what is missing; see :mod:`.question`): a code (an invoice, claim or
-   order number) or a numbered week ("week 15", "KW 15") by a cited message, a proper name, a month or a quarter ("Q2", or the
-   question's "quarterly review" with no other quarter named) by a cited message or
-   another message of its thread. A true sentence about another invoice, another
+   order number) or a numbered week ("week 15", "KW 15") by a cited message; a proper
+   name, a month or a quarter ("Q2", or the question's "quarterly review" with no other
+   quarter named) by a cited message or another message of its thread. A true sentence about another invoice, another
    tenant's claim or April's bill does not answer about this one. Nor does a sentence
    that repeats the question's words when most of them (at least two) appear nowhere in
    its cited messages' threads: it took its subject from the question and its facts
    from a message about something else. When the thread holds one of them and the
    sentence adds words of its own that its sources hold, it is an answer in other words
-   and stays.
-
+   and stays;
 9. it says something beyond the question's own words, unless the question is a yes/no
    one: a figure, a quote, or a word a cited message states (else
    ``restates_question``): "We agreed with Contoso about the damaged pallet." for "What
@@ -286,8 +285,8 @@ def _check(
 def _off_question(question: Pinned, sources: Sources, cited: list[str]) -> str | None:
     """The first thing the question pins down that the sentence's sources never name.
 
-    A code or a numbered week must be named by a cited message itself; a name, month or quarter may also be
-    named by another message of a cited thread (see :mod:`.question`).
+    A code or a numbered week must be named by a cited message itself; a name, month or
+    quarter may also be named by another message of a cited thread (see :mod:`.question`).
     """
     for code in question.codes:
         if not any(sources[message_id].mentions(code) for message_id in cited):

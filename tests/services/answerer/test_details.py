@@ -10,7 +10,7 @@ import pytest
 from services.answerer.details import detail_statements, with_details
 from services.answerer.values import details
 from services.verifier.service import verify
-from shared.messages import Draft, DraftSentence
+from shared.messages import Draft, DraftSentence, EvidenceAttachment
 from tests.services.verifier.factory import message
 
 BOOKED = message(
@@ -186,9 +186,8 @@ def test_a_csv_attachments_lines_are_rows() -> None:
 
 def test_the_bodys_own_sentence_is_preferred_to_an_attachments() -> None:
     said = answer("The insurer accepted the claim.", "m-accepted")
-    letter = ACCEPTED.model_copy(update={"attachments": [
-        *ACCEPTED.attachments, *message("x", "", attachments={"decision.pdf": "Claim CLM-2024-55817 accepted: EUR 9.99."}).attachments
-    ]})
+    pdf = EvidenceAttachment(name="decision.pdf", text="Claim CLM-2024-55817 accepted: EUR 9.99.")
+    letter = ACCEPTED.model_copy(update={"attachments": [pdf]})
     added = detail_statements("Did the insurer accept the Golf claim?", said, [letter])
     assert all("9.99" not in s.text for s in added) and added
 
