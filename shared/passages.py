@@ -23,6 +23,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
+from shared import asked
 from shared.fencing import Fence
 from shared.messages import DraftSentence, EvidenceMessage
 from shared.steering import steers, without_steering
@@ -38,6 +39,7 @@ BUDGET_CHARS = 2800  # ~800 tokens of mail, headers included
 MAX_PASSAGES = 3
 PER_MESSAGE = 1  # the best piece of each message: more messages beat more of one
 SUBJECT_CHARS = 70
+COVER_NOTE_CHARS = 300  # a body this short in front of an attachment only announces it
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 _STOP = frozenset(
@@ -73,10 +75,19 @@ def stems(text: str) -> set[str]:
     return {w[:5] for w in (t.casefold() for t in _WORD.findall(text)) if len(w) > 2 and w not in _STOP}
 
 
+def _ranking_stems(text: str) -> set[str]:
+    """:func:`stems` for ranking, with each code (INV-2024-0173) one word: cut at its
+    hyphens, every invoice of 2024 shares "inv" and "2024" with the question, and an
+    invoice of the same year outranked the reply saying the asked one was paid."""
+    codes = {m.group().casefold() for m in asked.CODE.finditer(text)}
+    return stems(asked.CODE.sub(" ", text)) | codes if codes else stems(text)
+
+
 @lru_cache(maxsize=8192)
 def _piece_stems(piece: str) -> frozenset[str]:
-    """:func:`stems` of a piece (at most PASSAGE_CHARS), kept: pieces repeat across calls."""
-    return frozenset(stems(piece))
+    """:func:`_ranking_stems` of a piece (at most PASSAGE_CHARS), kept: pieces repeat
+    across calls."""
+    return frozenset(_ranking_stems(piece))
 
 
 @cached_text(maxsize=1024)
@@ -172,6 +183,14 @@ def _priority(evidence: list[EvidenceMessage], threads: dict[str, list[EvidenceM
     return list(out.values())
 
 
+def _cover_note(pieces: list[tuple[str, str]]) -> bool:
+    """A short body in front of attachments ("attached is the KPI report for March.
+    Short version: ..."): the facts are in the attachment, so its best piece is shown
+    beside the body, which would otherwise win the tie on the question's words."""
+    body = sum(len(text) for part, text in pieces if part == "body")
+    return 0 < body <= COVER_NOTE_CHARS and any(part != "body" for part, _ in pieces)
+
+
 def _message_pieces(m: EvidenceMessage) -> list[tuple[str, str]]:
     pieces = [("body", p) for p in _text_pieces(m.body, True, PASSAGE_CHARS)]
     for a in m.attachments:
@@ -203,7 +222,7 @@ def _by_relevance(
 
     def key(m: EvidenceMessage) -> tuple[bool, int]:
         best = max((len(wanted & _piece_stems(text)) for _, text in pieces_of[m.message_id]), default=0)
-        return m.message_id not in first, -(best + len(wanted & stems(m.subject)))
+        return m.message_id not in first, -(best + len(wanted & _ranking_stems(m.subject)))
 
     return sorted(evidence, key=key)
 
@@ -214,7 +233,7 @@ def build(
     """Numbered passages for ``evidence`` within ``budget``: threads in the order of
     their most relevant message (see :func:`_by_relevance`), each thread's messages
     oldest first, so the model reads how a matter developed and where it ended."""
-    wanted = stems(question)
+    wanted = _ranking_stems(question)
     pieces_of = {m.message_id: _message_pieces(m) for m in evidence}
     ranked = _by_relevance(wanted, evidence, pieces_of, frozenset(first))
     threads: dict[str, list[EvidenceMessage]] = {}
@@ -230,7 +249,7 @@ def build(
             continue  # all it says is addressed to a model: nothing to show
         # The last message of a thread says how the matter ended: it may show two
         # pieces (a decision letter's body and its attachment, say).
-        n = PER_MESSAGE + (m is threads[m.thread_id][-1] and len(threads[m.thread_id]) > 1)
+        n = PER_MESSAGE + (m is threads[m.thread_id][-1] and len(threads[m.thread_id]) > 1 or _cover_note(pieces))
         best = _best(wanted, pieces, n) or [("body", m.subject)]
         part, text = best[0][0], "\n".join(t if p == "body" else f"[{p.split(':', 1)[1]}] {t}" for p, t in best)
         cost = len(text) + 100  # the header line is about 100 characters

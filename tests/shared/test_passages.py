@@ -82,9 +82,32 @@ def test_a_passage_is_the_piece_of_the_message_that_shares_most_with_the_questio
 
 def test_an_attachment_passage_is_labelled_with_its_name():
     decision = EvidenceAttachment(name="decision.pdf", text="Decision on the Golf claim: ACCEPTED by the insurer.")
-    (p,) = P.build(QUESTION, [msg("m1", "See attached.", attachments=[decision])])
+    body = "Please find our letter attached. " * 12  # too long to be a cover note
+    (p,) = P.build(QUESTION, [msg("m1", body, attachments=[decision])])
     assert p.part == "attachment:decision.pdf"
     assert p.text.startswith("[decision.pdf] Decision on the Golf claim")
+
+
+def test_a_short_cover_note_is_shown_with_its_attachment():
+    report = EvidenceAttachment(
+        name="kpi.html", text="KPI | March | February\nOn-time delivery | 94.1% | 95.6%\nDamage rate | 0.31% | 0.22%"
+    )
+    cover = msg("m1", "Attached is the KPI report for March. Short version: on-time delivery slightly down.",
+                subject="Sales KPIs March", attachments=[report])
+    (p,) = P.build("What did the March KPI report say about on-time delivery?", [cover])
+    assert p.text.startswith("Attached is the KPI report")
+    assert "[kpi.html] KPI | March | February" in p.text and "94.1%" in p.text
+
+
+def test_a_code_is_one_word_when_passages_are_ranked():
+    """Another invoice of the same year shares "INV" and "2024" with the question; the
+    reply about the asked one must not be pushed out by it."""
+    other = [msg(f"o{i}", f"Please find attached invoice INV-2024-019{i}, due in May.", thread=f"o{i}",
+                 subject=f"Invoice INV-2024-019{i}") for i in range(3)]
+    asked = msg("a1", "Invoice INV-2024-0173 for the chairs.", thread="a", subject="Invoice INV-2024-0173")
+    paid = msg("p1", "The chairs invoice was paid today.", thread="p", subject="Re: chairs - paid?")
+    shown = P.build("What is invoice INV-2024-0173 for, and has it been paid?", [*other, asked, paid])
+    assert {p.message_id for p in shown} >= {"a1", "p1"}
 
 
 def test_a_long_thread_keeps_its_latest_message_within_the_budget():
