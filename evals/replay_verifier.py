@@ -27,6 +27,7 @@ from cli.evaluation.scoring import answered_right, summarize, wrongly_answered
 from services.answerer.attribution import attribute
 from services.answerer.details import with_details
 from services.answerer.disagreement import with_other_statements
+from services.answerer.left_out import with_left_out
 from services.verifier.service import decide
 from shared.messages import Draft, DraftSentence, EvidenceMessage
 from shared.passages import without_labels
@@ -46,7 +47,8 @@ def recited(question: str, draft: Draft, evidence: list[EvidenceMessage]) -> Dra
         if s.completes is None
         for text in [without_labels(s.text)]
     ]
-    return Draft(sentences=with_other_statements(question, with_details(question, sentences, evidence), evidence))
+    whole = with_left_out(question, with_details(question, sentences, evidence), evidence)
+    return Draft(sentences=with_other_statements(question, whole, evidence))
 
 
 def main(report_path: str, answerer: bool = False) -> None:

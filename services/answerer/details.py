@@ -152,7 +152,7 @@ def _what_follows(
         taken = following
     elif following and wanted and any(d.startswith(wanted) for d in details(following[0]) - have):
         taken = following[:1]
-    elif _left_out_part(question, answer_words) & stems(said[i]) or (
+    elif left_out_part(question, answer_words) & stems(said[i]) or (
         _FIRST_PERSON.search(first) and _FIRST_PERSON.search(said[i])
     ):
         taken = [said[i]]
@@ -165,7 +165,7 @@ def _what_follows(
 _CLAUSES = re.compile(r"\?|,?\s+(?:and|or)\s+|,\s+", re.I)
 
 
-def _left_out_part(question: str, answer_words: set[str]) -> set[str]:
+def left_out_part(question: str, answer_words: set[str]) -> set[str]:
     """The words of the question's clauses that the answer shares no word with, when
     the question has more than one."""
     clauses = [stems(c) for c in _CLAUSES.split(question)]

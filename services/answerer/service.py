@@ -20,6 +20,7 @@ from services.answerer import metrics
 from services.answerer.attribution import attribute
 from services.answerer.details import with_details
 from services.answerer.disagreement import with_other_statements
+from services.answerer.left_out import with_left_out
 from services.answerer.prompts import answer_messages
 from shared import asked, streams
 from shared import passages as P
@@ -107,9 +108,10 @@ class Answerer:
         0.857 -> 0.905.
 
         Then the answer's source's sentence holding the details the answer leaves out
-        (:mod:`.details`) and what other messages state differently (another date of the
-        meeting, another amount of the invoice; :mod:`.disagreement`) are added word for
-        word.
+        (:mod:`.details`), another message's sentence answering a part of the question
+        the answer leaves out whole (:mod:`.left_out`), and what other messages state
+        differently (another date of the meeting, another amount of the invoice;
+        :mod:`.disagreement`) are added word for word.
         """
         kept = written[:1]
         repeated = 0
@@ -135,11 +137,14 @@ class Answerer:
             chosen = by_code if self.citation_source == "code" else s.citations
             sentences.append(DraftSentence(text=s.text, citations=chosen))
         detailed = with_details(question, sentences, evidence)
-        completed = with_other_statements(question, detailed, evidence)
+        whole = with_left_out(question, detailed, evidence)
+        completed = with_other_statements(question, whole, evidence)
         notes = [step.note]
         if len(detailed) > len(sentences):
             notes.append(f"added {len(detailed) - len(sentences)} sentence(s) of the answer's source with its details")
-        disagreeing = [s for s in completed if s not in detailed]
+        if len(whole) > len(detailed):
+            notes.append("added a sentence of another message for the part of the question the answer leaves out")
+        disagreeing = [s for s in completed if s not in whole]
         if disagreeing:
             notes.append(f"added {len(disagreeing)} statement(s) the answer disagrees with")
         step.note = "; ".join(filter(None, notes)) or None

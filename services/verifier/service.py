@@ -47,8 +47,11 @@ A sentence (after this service's own split) is kept only when
    sender's name alone for "who is covering the claims desk?".
 
 A sentence code added for the details an earlier one leaves out (``completes``, see
-``services/answerer/details.py``) goes when that sentence goes (``answer_removed``):
-a source's particulars answer nothing on their own.
+``services/answerer/details.py`` and ``left_out.py``) goes when that sentence goes
+(``answer_removed``): a source's particulars answer nothing on their own. For the same
+reason its own message need not name the question's code or week (rule 8): the sentence
+it completes does ("the chairs invoice was paid today" completing the answer about
+INV-2024-0173).
 
 And the answer as a whole: when the question's first clause asks for a figure ("how
 much", "when", "what's the number of", "the link to"), at least one kept sentence
@@ -64,6 +67,7 @@ else the passage of that message sharing the most words with the sentence.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import re
 import time
@@ -374,7 +378,11 @@ def verify(
         if completes is not None:
             completing.append((unit, completes))
         for sentence in sentences:
-            outcome = _check(sentence.text, inherited, malformed, sources, unsupported_threshold, pins)
+            # A sentence code added to complete another is about what that one is about,
+            # which names the question's codes and weeks, and goes if that one goes: Bob's
+            # "the chairs invoice was paid today" completes the answer about INV-2024-0173.
+            own = dataclasses.replace(pins, codes=(), weeks=()) if completes is not None else pins
+            outcome = _check(sentence.text, inherited, malformed, sources, unsupported_threshold, own)
             if isinstance(outcome, AnswerSentence):
                 verdict.kept.append(outcome)
                 kept_by_unit[unit].append(outcome)
