@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 from services.answerer.statements import attachment_sentences, quotable, sentences, statement
 from services.answerer.values import details, given
@@ -40,6 +41,17 @@ MIN_SHARED = 2
 _DENIES = re.compile(r"\b(?:not|no|never|none|cannot)\b|n't\b", re.I)
 
 
+@dataclass(frozen=True)
+class _Wanted:
+    """What the answer's first sentence says and lacks, for the question asked."""
+
+    question: str
+    answer_words: set[str]
+    question_words: set[str]
+    have: set[str]  # the answer's details, as values
+    lacking: set[str]  # the kinds of fact the question asks for that the answer lacks
+
+
 def detail_statements(
     question: str, answer: Sequence[DraftSentence], evidence: Sequence[EvidenceMessage]
 ) -> list[DraftSentence]:
@@ -52,61 +64,57 @@ def detail_statements(
         return []
     first = answer[0].text
     have = given(details(" ".join(s.text for s in answer)))
-    answer_words, question_words = stems(first), stems(question)
-    lacking = set(asked.missing(question, [first]))
+    wanted = _Wanted(question, stems(first), stems(question), have, set(asked.missing(question, [first])))
     sources = [m for m in evidence if m.message_id in answer[0].citations]
     # The mail's own words first, then what they announce; an attachment's sentences
     # only when neither holds a detail (the KPI report's table, not the mail's summary
-    # of it, holds "94.1%"; a decision letter's PDF repeats what its mail says).
+    # of it, holds "94.1%"; a decision letter's PDF repeats what its mail says), and
+    # two of them: a report's row gives the figure, its remark the reason.
     return (
-        _made_from(question, answer_words, question_words, have, lacking, sources, sentences, follow=True)
-        or _what_follows(question, first, have, lacking, sources)
-        or _made_from(question, answer_words, question_words, have, lacking, sources, attachment_sentences)
-        or _when_it_happens(question_words, have, sources)
+        _made_from(wanted, sources, sentences, follow=True)
+        or _what_follows(question, first, have, wanted.lacking, sources)
+        or _made_from(wanted, sources, attachment_sentences, take=2)
+        or _when_it_happens(wanted.question_words, have, sources)
     )
 
 
 def _made_from(
-    question: str,
-    answer_words: set[str],
-    question_words: set[str],
-    have: set[str],
-    lacking: set[str],
+    wanted: _Wanted,
     sources: Sequence[EvidenceMessage],
     read: Callable[[EvidenceMessage], list[str]],
+    *,
     follow: bool = False,
+    take: int = 1,
 ) -> list[DraftSentence]:
-    """The sentence ``read`` finds in a source that the answer is made from and that
-    holds details it leaves out; with ``follow``, and the next one when that gives an
-    amount or a date the answer lacks."""
-    best: tuple[int, int, int, EvidenceMessage, list[str], int] | None = None
+    """The ``take`` sentences ``read`` finds in the sources that the answer is made from
+    and that hold details it leaves out, best first; with ``follow``, and the one after
+    the best when that gives an amount or a date the answer lacks."""
+    ranked: list[tuple[tuple[int, int, int], EvidenceMessage, list[str], int]] = []
     for order, m in enumerate(sources):
         said = read(m)
         for i, sentence in enumerate(said):
             if not quotable(sentence):
                 continue
             found = details(sentence)
-            if not found - have:
+            if not found - wanted.have:
                 continue
             words = stems(sentence)
             # Its words, not its figures: a figure alone ("EUR 100 million" for "$100")
             # is how an answer about something else borrows a source.
-            shared = len(answer_words & words)
-            if lacking - set(asked.missing(question, [sentence])) and (answer_words | question_words) & words:
+            shared = len(wanted.answer_words & words)
+            gives_lacking = wanted.lacking - set(asked.missing(wanted.question, [sentence]))
+            if gives_lacking and (wanted.answer_words | wanted.question_words) & words:
                 shared += MIN_SHARED  # gives what the question asks and the answer lacks
-            if shared < MIN_SHARED:
-                continue
-            rank = (shared, len(found & have), -(order * 1000 + i))
-            if best is None or rank > best[:3]:
-                best = (*rank, m, said, i)
-    if best is None:
-        return []
-    m, said, i = best[3:]
-    out = [statement(m, said[i]).model_copy(update={"completes": 0})]
-    if follow and i + 1 < len(said) and quotable(said[i + 1]):
-        after = {d for d in details(said[i + 1]) if d.startswith(("amount:", "date:"))}
-        if after - have - details(said[i]):
-            out.append(statement(m, said[i + 1]).model_copy(update={"completes": 0}))
+            if shared >= MIN_SHARED:
+                ranked.append(((shared, len(found & wanted.have), -(order * 1000 + i)), m, said, i))
+    ranked.sort(key=lambda r: r[0], reverse=True)
+    out = [statement(m, said[i]).model_copy(update={"completes": 0}) for _, m, said, i in ranked[:take]]
+    if follow and ranked:
+        _, m, said, i = ranked[0]
+        if i + 1 < len(said) and quotable(said[i + 1]):
+            after = {d for d in details(said[i + 1]) if d.startswith(("amount:", "date:"))}
+            if after - wanted.have - details(said[i]):
+                out.append(statement(m, said[i + 1]).model_copy(update={"completes": 0}))
     return out
 
 

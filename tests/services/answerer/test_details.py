@@ -176,6 +176,17 @@ def test_an_attachments_table_row_comes_with_its_header_when_the_body_holds_no_d
     assert verify(Draft(sentences=added), {KPI.message_id: KPI}).kept
 
 
+def test_an_attachments_row_and_its_remark_both_come() -> None:
+    """The row gives the figure, the remark the reason; the remark shares more words with
+    the answer and alone would leave the figure out."""
+    remarks = "Remarks: on-time delivery fell because of port delays in Rotterdam in week 11."
+    report = KPI.attachments[0].model_copy(update={"text": KPI.attachments[0].text + remarks})
+    kpi = KPI.model_copy(update={"attachments": [report]})
+    said = answer("On-time delivery was slightly down because of the Rotterdam delays.", "m-kpi")
+    added = detail_statements("What did the March KPI report say about on-time delivery?", said, [kpi])
+    assert [s.text.split(": ", 1)[1] for s in added] == [f'"{remarks}"', '"KPI | March | February ... On-time delivery | 94.1% | 95.6%"']
+
+
 def test_a_csv_attachments_lines_are_rows() -> None:
     added = detail_statements("How far did the Sprinter go in week 15?",
                               answer("The Mercedes Sprinter M-AC 1190 was in service.", "m-fleet"), [FLEET])
