@@ -105,9 +105,17 @@ class Pinned:
     quarterly: tuple[str, ...] = ()
     # A numbered week ("in week 15"): the weekly report for week 12 does not answer it.
     weeks: tuple[int, ...] = ()
+    # Which one of a kind of thing: its version ("the final invoice", "the corrected
+    # invoice"), as a word, and what an identifier is of ("my seat number", "the alarm
+    # code"), as a stem. The estimate does not give the final invoice's amount, nor a
+    # request for a correction the corrected invoice's, nor a flight number the seat.
+    versions: tuple[str, ...] = ()
+    identifies: tuple[str, ...] = ()
 
     def __bool__(self) -> bool:
-        return bool(self.codes or self.names or self.months or self.quarters or self.weeks)
+        return bool(
+            self.codes or self.names or self.months or self.quarters or self.weeks or self.versions or self.identifies
+        )
 
 
 def _month(word: str) -> str | None:
@@ -150,7 +158,34 @@ def pinned(question: str) -> Pinned:
     words = frozenset(stem for _, stem in content_words(figures.normalize_figures(question).text))
     weeks = tuple(dict.fromkeys(int(m.group(1)) for m in _WEEK.finditer(question)))
     return Pinned(codes, tuple(dict.fromkeys(names)), tuple(dict.fromkeys(months)), asks(question), words,
-                  _polar(question), tuple(dict.fromkeys(quarters)), _quarterly(question) if quarters else (), weeks)
+                  _polar(question), tuple(dict.fromkeys(quarters)), _quarterly(question) if quarters else (), weeks,
+                  versions(question), identifies(question))
+
+
+# A version of a document the mail must name for the question to be about it; "new" and
+# "latest" are how people ask about the current one, and any message may be that.
+_VERSION = re.compile(r"\b(final|corrected|revised|amended)\s+[^\W\d_]", re.I)
+_IDENTIFIER = re.compile(
+    r"\b(?:what|which)(?:'s| is| was| are)? (?:the |our |my |their |your )?((?:[\w'-]+ ){1,3})"
+    r"(?:number|code|reference|password|tag)\b",
+    re.I,
+)
+# Words before an identifier that say nothing of what it is of; a phone or fax number's
+# shape says what it is, and its mail need not call it one.
+_NOT_QUALIFIERS = frozenset("the our my their your new current a an of phone mobile telephone tel fax".split())
+
+
+def versions(question: str) -> tuple[str, ...]:
+    """The question's version words ("final", "corrected"), lower case."""
+    return tuple(dict.fromkeys(m.group(1).casefold() for m in _VERSION.finditer(question)))
+
+
+def identifies(question: str) -> tuple[str, ...]:
+    """The word naming what the question's identifier is of ("seat" in "what's my seat
+    number"), lower case; none when it names nothing."""
+    m = _IDENTIFIER.search(question)
+    words = [w for w in m.group(1).casefold().split() if w not in _NOT_QUALIFIERS] if m else []
+    return (re.sub(r"['’]s$", "", words[-1]),) if words else ()
 
 
 def week_names(week: int) -> tuple[str, ...]:

@@ -31,9 +31,11 @@ A sentence (after this service's own split) is kept only when
    ("scheduled", "takes place") do not count either;
 8. what the question pins down is named by its sources (else ``off_question``,
    offending: what is missing; see :mod:`.question`): a code (an invoice, claim or
-   order number) or a numbered week ("week 15", "KW 15") by a cited message; a proper
-   name, a month or a quarter ("Q2", or the question's "quarterly review" with no other
-   quarter named) by a cited message or another message of its thread. A true sentence about another invoice, another
+   order number), a numbered week ("week 15", "KW 15") or a version ("the final
+   invoice", "the corrected invoice") by a cited message; a proper name, a month, a
+   quarter ("Q2", or the question's "quarterly review" with no other quarter named) or
+   what an identifier is of ("my seat number", "the alarm code") by a cited message or
+   another message of its thread. A true sentence about another invoice, another
    tenant's claim or April's bill does not answer about this one. Nor does a sentence
    that repeats the question's words when most of them (at least two) appear nowhere in
    its cited messages' threads: it took its subject from the question and its facts
@@ -82,7 +84,7 @@ from services.verifier.question import AMOUNT, WHEN, Pinned, gives, gives_contac
 from services.verifier.quotes import extract_quotes
 from services.verifier.sources import Source, Sources
 from services.verifier.splitter import split_sentences
-from services.verifier.support import CONTACT_WORDS, PRICE_WORDS, WHEN_WORDS, blank_figures, content_words
+from services.verifier.support import CONTACT_WORDS, PRICE_WORDS, WHEN_WORDS, blank_figures, cached_stem, content_words
 from services.verifier.support import unsupported_words as unsupported_words  # for calibration
 from shared.messages import (
     Answer,
@@ -298,10 +300,17 @@ def _off_question(question: Pinned, sources: Sources, cited: list[str]) -> str |
     for week in question.weeks:
         if not any(sources[message_id].mentions(name) for name in week_names(week) for message_id in cited):
             return f"week {week}"
-    context = sources.threads_of(cited) if question.names or question.months or question.quarters else []
+    for word in question.versions:
+        if not any(sources[message_id].mentions(word) for message_id in cited):
+            return word
+    in_thread = question.names or question.months or question.quarters or question.identifies
+    context = sources.threads_of(cited) if in_thread else []
     for name in question.names:
         if not any(source.names(name) for source in context):
             return name
+    for word in question.identifies:
+        if not any(source.has_word(word, cached_stem(word)) for source in context):
+            return word
     for month in question.months:
         if not any(source.in_month(month) for source in context):
             return month

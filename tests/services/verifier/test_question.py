@@ -138,6 +138,43 @@ def test_a_numbered_week_must_be_the_cited_reports_own() -> None:
     assert [s.text for s in right.kept] == ["The Sprinter did 1015 km."]
 
 
+@pytest.mark.parametrize(
+    "question,versions,identifies",
+    [
+        ("How much was Autohaus Berger's final invoice for the Golf repair?", ("final",), ()),
+        ("What's the amount on Fabrikam's corrected invoice?", ("corrected",), ()),
+        ("What's my seat number on the flight to Hamburg?", (), ("seat",)),
+        ("What's the new alarm code for the warehouse?", (), ("alarm",)),
+        ("What's the phone number of the Northwind adjuster?", (), ()),  # its shape says what it is
+        ("What's the number of the credit note we sent Contoso?", (), ()),
+        ("What's the latest on the new forklifts?", (), ()),  # how people ask for the current one
+    ],
+)
+def test_which_version_or_what_an_identifier_is_of_is_pinned(question, versions, identifies) -> None:
+    p = pinned(question)
+    assert (p.versions, p.identifies) == (versions, identifies)
+
+
+def test_the_final_invoice_must_be_named_by_the_cited_message() -> None:
+    estimate = message("m000000000e01", "The repair estimate is EUR 2,340.50.", subject="Golf repair estimate")
+    final = message("m000000000e02", "Our final invoice for the Golf repair: EUR 2,412.00.", subject="Golf repair")
+    question = "How much was the final invoice for the Golf repair?"
+    wrong = _verify(question, ("The Golf repair cost EUR 2,340.50.", estimate.message_id), extra=[estimate, final])
+    right = _verify(question, ("The Golf repair cost EUR 2,412.00.", final.message_id), extra=[estimate, final])
+    assert [(r.reason, r.offending) for r in wrong.removed] == [("off_question", "final")]
+    assert [s.text for s in right.kept] == ["The Golf repair cost EUR 2,412.00."]
+
+
+def test_an_identifier_of_something_the_thread_never_names_answers_nothing() -> None:
+    booking = message("m000000000b01", "Booking reference: SW7Q2K. Flight SW 2041 Munich - Hamburg.", subject="Booking")
+    wrong = _verify("What's my seat number on the flight to Hamburg?", ("Your seat is 2041.", booking.message_id),
+                    extra=[booking])
+    right = _verify("What's my booking reference for the Hamburg flight?",
+                    ("The booking reference is SW7Q2K.", booking.message_id), extra=[booking])
+    assert [(r.reason, r.offending) for r in wrong.removed] == [("off_question", "seat")]
+    assert [s.text for s in right.kept] == ["The booking reference is SW7Q2K."]
+
+
 def test_an_answer_without_the_kind_of_figure_asked_for_is_removed_whole() -> None:
     verdict = _verify(
         "How much did the insurer pay for the Golf?",
