@@ -28,6 +28,7 @@ from services.answerer.attribution import attribute
 from services.answerer.details import with_details
 from services.answerer.disagreement import with_other_statements
 from services.answerer.left_out import with_left_out
+from services.answerer.service import answering
 from services.verifier.service import decide
 from shared.messages import Draft, DraftSentence, EvidenceMessage
 from shared.passages import without_labels
@@ -41,10 +42,10 @@ def recited(question: str, draft: Draft, evidence: list[EvidenceMessage]) -> Dra
     the model's does), and the source's details and the other statements added, as the
     answerer now does. Sentences an earlier answerer added for details are dropped first:
     they are added again if the code still finds them."""
+    written, _ = answering(question, [s for s in draft.sentences if s.completes is None])
     sentences = [
         DraftSentence(text=text, citations=attribute(text, evidence, preferred=s.citations))
-        for s in draft.sentences
-        if s.completes is None
+        for s in written
         for text in [without_labels(s.text)]
     ]
     whole = with_left_out(question, with_details(question, sentences, evidence), evidence)

@@ -223,8 +223,20 @@ async def test_a_second_sentence_stays_only_when_it_restates_what_the_question_i
             "The deductible was discussed with the broker.",
             False,  # the same subject, nothing checkable added
         ),
+        (
+            "When is my yoga class?",
+            "The yoga course runs on Tuesdays at 18:30 from 7 May to 25 June, EUR 96 in all.",
+            "A trip to Sylt costs EUR 240 from 3 to 7 June.",
+            False,  # shares a month and a currency, not a subject
+        ),
     ],
-    ids=["adds_a_part_asked_for", "shares_a_word_only", "continues_with_a_figure", "continues_without_a_figure"],
+    ids=[
+        "adds_a_part_asked_for",
+        "shares_a_word_only",
+        "continues_with_a_figure",
+        "continues_without_a_figure",
+        "shares_a_month_only",
+    ],
 )
 async def test_a_second_sentence_stays_when_it_adds_what_was_asked(redis, model, question, first, second, kept):
     run_id = await run_with(redis, PHOTOS, ACCEPT)
