@@ -229,6 +229,12 @@ async def test_a_second_sentence_stays_only_when_it_restates_what_the_question_i
             "A trip to Sylt costs EUR 240 from 3 to 7 June.",
             False,  # shares a month and a currency, not a subject
         ),
+        (
+            "Why is Northwind paying us less than the repair bill for the Golf?",
+            "Northwind pays less than the repair bill because of a deductible.",
+            "The deductible on claim CLM-2023-48810 was EUR 225.00.",
+            False,  # another claim's code: another thing
+        ),
     ],
     ids=[
         "adds_a_part_asked_for",
@@ -236,6 +242,7 @@ async def test_a_second_sentence_stays_only_when_it_restates_what_the_question_i
         "continues_with_a_figure",
         "continues_without_a_figure",
         "shares_a_month_only",
+        "names_another_code",
     ],
 )
 async def test_a_second_sentence_stays_when_it_adds_what_was_asked(redis, model, question, first, second, kept):
