@@ -54,11 +54,10 @@ _PARTS = re.compile(
     r"\?\s*|,?\s+and\s+(?=(?:how|when|what|who|where|which|by when)\b)|,\s*(?=(?:how|when|what|who|where|which)\b)"
 )
 
-_MONTHS = (
-    "jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec|january|february|march|april|june|july|"
-    "august|september|october|november|december"
-)
-_DAYS = "monday|tuesday|wednesday|thursday|friday|saturday|sunday|today|tomorrow|tonight"
+MONTH_NAMES = tuple("january february march april may june july august september october november december".split())
+WEEKDAY_NAMES = tuple("monday tuesday wednesday thursday friday saturday sunday".split())
+_MONTHS = "jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec|" + "|".join(m for m in MONTH_NAMES if m != "may")
+_DAYS = "|".join(WEEKDAY_NAMES) + "|today|tomorrow|tonight"
 _TIME_SHAPE = re.compile(r"\b\d{1,2}[:.h]\d{2}\b|\b\d{1,2}\s?(?:am|pm|a\.m\.|p\.m\.|uhr|o'clock)|\bnoon\b|\bmidnight\b")
 _DATE_SHAPE = re.compile(
     rf"\b\d{{1,2}}(?:st|nd|rd|th)?\s+(?:of\s+)?(?:{_MONTHS})\b|\b(?:{_MONTHS})\.?\s+\d{{1,2}}\b"

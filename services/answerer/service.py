@@ -143,11 +143,7 @@ class Answerer:
 
 _DIGIT = re.compile(r"\d")
 # Words two sentences share without sharing a subject: a month, a weekday, a currency.
-_NOT_A_SUBJECT = frozenset(
-    w[:5]
-    for w in """january february march april may june july august september october november december
-    monday tuesday wednesday thursday friday saturday sunday eur usd gbp chf""".split()
-)
+_NOT_A_SUBJECT = frozenset(w[:5] for w in (*asked.MONTH_NAMES, *asked.WEEKDAY_NAMES, "eur", "usd", "gbp", "chf"))
 _NOT_WORD = re.compile(r"\W+")
 
 
