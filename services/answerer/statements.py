@@ -51,9 +51,15 @@ def attachment_sentences(m: EvidenceMessage) -> list[str]:
     return out
 
 
+# A line that starts a list item ("- Forklift training certificates renewed", "2) ...").
+_ITEM = r"[ \t]*(?:[-*•–]|\d{1,2}[.)])[ \t]"
+
+
 def _split(text: str) -> list[str]:
-    # A wrapped line goes on with the next; a blank line or a sentence end stops it.
-    text = re.sub(r"(?<![.!?:\n])\n(?!\n)", " ", text)
+    # A wrapped line goes on with the next; a blank line, a sentence end or a list item
+    # stops it: each item of a list states its own thing ("- Forklift training
+    # certificates renewed" / "- Two new pickers start Monday" is not one sentence).
+    text = re.sub(rf"(?<![.!?:\n])\n(?!\n|{_ITEM})", " ", text)
     return [s.strip() for s in _SENTENCE_END.split(text) if s.strip()]
 
 

@@ -39,6 +39,20 @@ def test_a_sentence_about_something_else_is_not_added() -> None:
     assert left_out_statement(QUESTION, ANSWER, [INVOICE, DESKS_PAID]) == []
 
 
+def test_each_item_of_a_list_is_a_sentence_of_its_own() -> None:
+    """"Forklift training" in one item and "new ... start" in another do not make one
+    sentence about a new app's training."""
+    app = [DraftSentence(text="The new expense app is called Spendly, starting from June.", citations=["m-app"])]
+    standup = message(
+        "m-standup",
+        "Status:\n- Forklift training certificates renewed\n- Quarterly stock count: aisles 1-6 done\n"
+        "- Two new pickers start Monday",
+        subject="Daily stand-up", sender="Globex Ops Bot <bot@globex.example>",
+    )
+    question = "What's the new expense app called and when is the training?"
+    assert left_out_statement(question, app, [standup]) == []
+
+
 def test_nothing_is_added_when_the_answer_touches_every_part() -> None:
     said = [DraftSentence(text="Invoice INV-2024-0173 for the office chairs was not paid yet.", citations=["m-invoice"])]
     assert left_out_statement(QUESTION, said, [INVOICE, PAID]) == []
