@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from shared.messages import EvidenceMessage
-from shared.passages import own_text, stems
+from shared.passages import own_text, sender_name, stems
 from shared.textcache import cached_text
 
 MAX_SOURCES = 1  # see the module docstring
@@ -85,22 +85,41 @@ def _message_source(message_id: str, parts: tuple[str, ...]) -> _Source:
 
 def attribute(sentence: str, evidence: Sequence[EvidenceMessage], preferred: Sequence[str] = ()) -> list[str]:
     """The message that supports ``sentence`` best, as a list (empty when no message
-    shares anything with it). ``preferred`` (the model's choice) wins ties."""
+    shares anything with it). A message whose sender the sentence names, then
+    ``preferred`` (the model's choice), wins ties."""
     want_quotes = quotes(sentence)
     want_figures = figures(sentence)
     want_stems = stems(sentence)
     rank = {mid: i for i, mid in enumerate(preferred)}
 
-    def gain(s: _Source) -> tuple[int, int]:
+    # What a person chose or said ("Frank went for the 24-month renewal") is best
+    # supported by that person's own message: among messages sharing as much, the one
+    # whose sender the sentence names, before the model's choice (the question to Frank
+    # names him as well).
+    said_by = {m.message_id for m in evidence if _first_name(m.sender) in want_stems}
+
+    def gain(s: _Source) -> tuple[int, int, int]:
         covered = (
             QUOTE_WEIGHT * len(s.holds(want_quotes))
             + FIGURE_WEIGHT * len(want_figures & s.figures)
             + len(want_stems & s.stems)
         )
-        return (covered, -rank.get(s.message_id, len(rank)))
+        return (covered, s.message_id in said_by, -rank.get(s.message_id, len(rank)))
 
     scored = [(gain(s), s.message_id) for s in map(_source, evidence)]
     if not scored:
         return []
-    (covered, _), best = max(scored, key=lambda t: t[0])
+    (covered, *_), best = max(scored, key=lambda t: t[0])
     return [best][:MAX_SOURCES] if covered else []
+
+
+def _first_name(sender: str) -> str:
+    """The sender's first name, as a stem, when the sender is a person: the name is
+    also in the address ("Frank Li <frank@...>", not "Northwind Insurance Claims
+    <claims@...>")."""
+    words = sender_name(sender).split()
+    local = sender.rpartition("<")[2].split("@")[0].casefold()
+    if not words or words[0].casefold() not in local:
+        return ""
+    first = stems(words[0])
+    return first.pop() if first else ""

@@ -115,3 +115,25 @@ def test_a_date_goes_to_the_message_sent_that_day():
         update={"date": datetime(2024, 3, 13, 16, 20, tzinfo=UTC)}
     )
     assert attribute("We sent the photos of the damaged Golf on 2024-03-13.", [asked, sent], preferred=["asked"]) == ["sent"]
+
+
+def test_a_tie_goes_to_the_message_of_the_person_the_sentence_names():
+    """Carol's question names Frank as much as his answer does; his answer says what he chose."""
+    asked = msg("asked", "Frank, which option do you prefer for the hosting renewal, 12 or 24 months?").model_copy(
+        update={"sender": "Carol Jensen <carol@globex.example>"}
+    )
+    chose = msg("chose", "24 months, please. The hosting renewal can wait no longer.").model_copy(
+        update={"sender": "Frank Li <frank@globex.example>"}
+    )
+    assert attribute("Frank went for the 24 months hosting renewal.", [asked, chose], preferred=["asked"]) == ["chose"]
+
+
+def test_an_organisation_is_no_person_who_wrote():
+    """"Northwind" in the sentence does not make the insurer's mailbox the one that said it."""
+    decision = msg("decision", "We pay less because of your deductible.").model_copy(
+        update={"sender": "Sabine Roth <sabine.roth@northwind.example>"}
+    )
+    desk = msg("desk", "We pay less because of your deductible.").model_copy(
+        update={"sender": "Northwind Claims <claims@northwind.example>"}
+    )
+    assert attribute("Northwind pays less because of the deductible.", [decision, desk], preferred=["decision"]) == ["decision"]
