@@ -24,7 +24,7 @@ from cli.evaluation.drafts import admin_client, for_report
 from cli.evaluation.questions import corpus_message_ids, load_questions, resolve_supporting
 from cli.evaluation.runner import RunRecord
 from cli.evaluation.scoring import answered_right, summarize, wrongly_answered
-from services.answerer.attribution import attribute
+from services.answerer.attribution import attribute, echoes_header
 from services.answerer.details import with_details
 from services.answerer.disagreement import with_other_statements
 from services.answerer.left_out import with_left_out
@@ -43,10 +43,13 @@ def recited(question: str, draft: Draft, evidence: list[EvidenceMessage]) -> Dra
     answerer now does. Sentences an earlier answerer added for details are dropped first:
     they are added again if the code still finds them."""
     written, _ = answering(question, [s for s in draft.sentences if s.completes is None])
+    by_id = {m.message_id: m for m in evidence}
     sentences = [
-        DraftSentence(text=text, citations=attribute(text, evidence, preferred=s.citations))
+        DraftSentence(text=text, citations=cited)
         for s in written
         for text in [without_labels(s.text)]
+        for cited in [attribute(text, evidence, preferred=s.citations)]
+        if not (cited and echoes_header(text, by_id[cited[0]]))
     ]
     whole = with_left_out(question, with_details(question, sentences, evidence), evidence)
     return Draft(sentences=with_other_statements(question, whole, evidence))

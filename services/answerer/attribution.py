@@ -123,3 +123,13 @@ def _first_name(sender: str) -> str:
         return ""
     first = stems(words[0])
     return first.pop() if first else ""
+
+
+def echoes_header(sentence: str, m: EvidenceMessage) -> bool:
+    """Whether ``sentence`` holds nothing but its source's header: who sent it, the
+    subject, the date ("Katrin Klein, Re: VAT return March 2024" for "when does the VAT
+    come off our account?"). The small model copies a passage's header line as an
+    answer; every word of it is the message's, and it states nothing."""
+    sent = f"{m.date.day} {m.date:%B %Y} {m.date:%Y-%m-%d}" if m.date else ""
+    head = f"{sender_name(m.sender)} {m.subject} {sent}"
+    return bool(stems(sentence) or figures(sentence)) and stems(sentence) <= stems(head) and figures(sentence) <= figures(head)

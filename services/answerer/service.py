@@ -17,7 +17,7 @@ from typing import Literal
 from redis.asyncio import Redis
 
 from services.answerer import metrics
-from services.answerer.attribution import attribute
+from services.answerer.attribution import attribute, echoes_header
 from services.answerer.details import with_details
 from services.answerer.disagreement import with_other_statements
 from services.answerer.left_out import with_left_out
@@ -118,8 +118,12 @@ class Answerer:
         if len(kept) + repeated < len(written):
             step.note = f"dropped {len(written) - len(kept) - repeated} sentence(s) that do not address the question"
         sentences = []
+        by_id = {m.message_id: m for m in evidence}
         for s in kept:
             by_code = attribute(s.text, evidence, preferred=s.citations)
+            if by_code and echoes_header(s.text, by_id[by_code[0]]):
+                step.note = "; ".join(filter(None, [step.note, "dropped a sentence that only repeats a message's header"]))
+                continue
             step.cited_by_model += [m for m in s.citations if m not in step.cited_by_model]
             step.cited_by_code += [m for m in by_code if m not in step.cited_by_code]
             # A sentence no evidence message shares anything with (a template echo, an

@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from services.answerer.attribution import MAX_SOURCES, attribute, figures, quotes
+from services.answerer.attribution import MAX_SOURCES, attribute, echoes_header, figures, quotes
 from shared.messages import EvidenceAttachment, EvidenceMessage
 
 
@@ -137,3 +137,17 @@ def test_an_organisation_is_no_person_who_wrote():
         update={"sender": "Northwind Claims <claims@northwind.example>"}
     )
     assert attribute("Northwind pays less because of the deductible.", [decision, desk], preferred=["decision"]) == ["decision"]
+
+
+@pytest.mark.parametrize(
+    "sentence,echo",
+    [
+        ("Someone, Claim CLM-2024-55817", True),
+        ("Claim CLM-2024-55817, 1 March 2024", True),
+        ("Claim CLM-2024-55817 was accepted.", False),  # "accepted" is the body's
+        ("Claim CLM-2024-55818", False),  # another claim
+    ],
+)
+def test_a_sentence_of_nothing_but_the_header_is_an_echo(sentence, echo):
+    header = msg("h", "Accepted: we pay EUR 2,115.50.", subject="Claim CLM-2024-55817")
+    assert echoes_header(sentence, header) is echo

@@ -107,6 +107,18 @@ async def test_a_sentence_no_evidence_supports_goes_to_the_verifier_uncited(redi
     assert out.trace.steps[0].cited_by_code == []
 
 
+async def test_a_sentence_that_only_repeats_a_messages_header_is_dropped(redis, model):
+    run_id = await run_with(redis, PHOTOS, ACCEPT)
+    proposed = [
+        DraftSentence(text="Sabine Roth, Claim CLM-2024-55817", citations=["m-accept"]),
+        DraftSentence(text="Northwind accepts the Golf claim and pays EUR 2,115.50.", citations=["m-accept"]),
+    ]
+    await Answerer(redis, model).answer(request(run_id, proposed))
+    out = await handed_on(redis, run_id)
+    assert [s.text for s in out.draft.sentences] == [proposed[1].text]
+    assert "header" in out.trace.steps[0].note
+
+
 # ---------------------------------------------------------------- the answerer's own call
 
 
