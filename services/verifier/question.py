@@ -111,10 +111,14 @@ class Pinned:
     # request for a correction the corrected invoice's, nor a flight number the seat.
     versions: tuple[str, ...] = ()
     identifies: tuple[str, ...] = ()
+    # Whose words the question asks for ("What did Tom say about my draft?"): each a
+    # name's words, in lower case. Bob's message to Tom is not what Tom said.
+    speakers: tuple[tuple[str, ...], ...] = ()
 
     def __bool__(self) -> bool:
         return bool(
             self.codes or self.names or self.months or self.quarters or self.weeks or self.versions or self.identifies
+            or self.speakers
         )
 
 
@@ -159,7 +163,7 @@ def pinned(question: str) -> Pinned:
     weeks = tuple(dict.fromkeys(int(m.group(1)) for m in _WEEK.finditer(question)))
     return Pinned(codes, tuple(dict.fromkeys(names)), tuple(dict.fromkeys(months)), asks(question), words,
                   _polar(question), tuple(dict.fromkeys(quarters)), _quarterly(question) if quarters else (), weeks,
-                  versions(question), identifies(question))
+                  versions(question), identifies(question), speakers(question))
 
 
 # A version of a document the mail must name for the question to be about it; "new" and
@@ -186,6 +190,23 @@ def identifies(question: str) -> tuple[str, ...]:
     m = _IDENTIFIER.search(question)
     words = [w for w in m.group(1).casefold().split() if w not in _NOT_QUALIFIERS] if m else []
     return (re.sub(r"['’]s$", "", words[-1]),) if words else ()
+
+
+_SAID = re.compile(
+    r"\b(?i:what (?:did|does|do|has|have)) ((?:[A-Z][\w'-]*,? (?:and |& )?){1,4})"
+    r"(?:say|said|write|wrote|written|reply|replied|answer|answered|think|thought|suggest|suggested"
+    r"|propose|proposed|decide|decided|tell|told|mean|respond|responded|reply)\b"
+)
+
+
+def speakers(question: str) -> tuple[tuple[str, ...], ...]:
+    """The people whose words the question asks for ("What did Tom say ...": tom;
+    "What did Tom and Priya reply": tom, priya)."""
+    m = _SAID.search(question)
+    if m is None:
+        return ()
+    names = re.split(r",? (?:and|&) |, ", m.group(1).strip(" ,"))
+    return tuple(tuple(n.casefold().split()) for n in names if n and n.casefold() not in _NOT_NAMES)
 
 
 def week_names(week: int) -> tuple[str, ...]:

@@ -303,6 +303,10 @@ def _off_question(question: Pinned, sources: Sources, cited: list[str]) -> str |
     for word in question.versions:
         if not any(sources[message_id].mentions(word) for message_id in cited):
             return word
+    if question.speakers and not any(
+        sources[message_id].written_by(name) for name in question.speakers for message_id in cited
+    ):
+        return " and ".join(" ".join(name) for name in question.speakers)
     in_thread = question.names or question.months or question.quarters or question.identifies
     context = sources.threads_of(cited) if in_thread else []
     for name in question.names:

@@ -26,6 +26,8 @@ from shared.passages import own_text
 from shared.steering import blanked
 
 _WORD = re.compile(r"\w+")
+# A forwarded message's header line inside a body, not a quoted reply's ("> From: ").
+_FORWARDED_FROM = re.compile(r"^From: (.+)$", re.M)
 # Passages are about PASSAGE_WORDS words. The best one is sought among windows of WINDOW
 # words starting every STRIDE words, scored by distinct words shared with the sentence:
 # set intersections in C rather than a Python loop over every word of the source.
@@ -176,6 +178,12 @@ class Source:
         """Whether a part, the sender or a recipient names ``name`` (lower case) as a word."""
         headers = [self.message.sender, *self.message.recipients]
         return self.mentions(name) or any(_has_whole_word(h.casefold(), name) for h in headers)
+
+    def written_by(self, name: tuple[str, ...]) -> bool:
+        """Whether the message is the words of ``name`` (lower-case words): its sender, or
+        the sender of a message it forwards ("From: Tom Richter <tom@...>")."""
+        headers = [self.message.sender, *(m.group(1) for m in _FORWARDED_FROM.finditer(self.message.body))]
+        return any(all(_has_whole_word(h.casefold(), word) for word in name) for h in headers)
 
     def in_month(self, month: str) -> bool:
         """Whether the message names ``month`` (full or abbreviated) or was sent in it."""

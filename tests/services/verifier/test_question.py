@@ -175,6 +175,39 @@ def test_an_identifier_of_something_the_thread_never_names_answers_nothing() -> 
     assert [s.text for s in right.kept] == ["The booking reference is SW7Q2K."]
 
 
+@pytest.mark.parametrize(
+    "question,speakers",
+    [
+        ("What did Tom say about my Q3 budget draft?", (("tom",),)),
+        ("What did Harbor Mutual decide on the hail claim?", (("harbor", "mutual"),)),
+        ("What did Tom and Priya reply?", (("tom",), ("priya",))),
+        ("What did we agree with Contoso?", ()),  # the asker: anyone of us may have written it
+        ("What did I tell Frank?", ()),
+        ("What did the March KPI report say?", ()),  # a document, not a person
+    ],
+)
+def test_whose_words_the_question_asks_for_are_pinned(question, speakers) -> None:
+    assert pinned(question).speakers == speakers
+
+
+def test_what_someone_said_must_be_their_message_or_one_they_wrote_that_is_forwarded() -> None:
+    draft_mail = message("m000000000d01", "Tom, the draft is attached. Revenue EUR 4.38 million.",
+                         sender="Bob Keller <bob@acme.example>", subject="Re: Q3 budget draft")
+    reply = message("m000000000d02", "Looks good; cut marketing by 10% and we go with it.",
+                    sender="Tom Richter <tom@acme.example>", subject="Re: Q3 budget draft")
+    forward = message("m000000000d03", "FYI.\n\n---------- Forwarded message ---------\nFrom: Tom Richter <tom@acme.example>\n"
+                      "Subject: Re: Q3 budget draft\n\nLooks good; cut marketing by 10% and we go with it.",
+                      sender="Bob Keller <bob@acme.example>", subject="Fwd: Re: Q3 budget draft")
+    question = "What did Tom say about my Q3 budget draft?"
+    extra = [draft_mail, reply, forward]
+    wrong = _verify(question, ("Tom said the draft is attached.", draft_mail.message_id), extra=extra)
+    right = _verify(question, ("Tom said to cut marketing by 10%.", reply.message_id), extra=extra)
+    forwarded = _verify(question, ("Tom said to cut marketing by 10%.", forward.message_id), extra=extra)
+    assert [(r.reason, r.offending) for r in wrong.removed] == [("off_question", "tom")]
+    assert [s.text for s in right.kept] == ["Tom said to cut marketing by 10%."]
+    assert [s.text for s in forwarded.kept] == ["Tom said to cut marketing by 10%."]
+
+
 def test_an_answer_without_the_kind_of_figure_asked_for_is_removed_whole() -> None:
     verdict = _verify(
         "How much did the insurer pay for the Golf?",
