@@ -48,7 +48,8 @@ _ASKS = (
     )),
     (AMOUNT, re.compile(
         r"^(?:\W*\w+\W+){0,6}?(how (much|many)|what(?:'s| is| was| are)? (?:the )?"
-        r"(amount|price|rates?|salary|fee|total)|what .*\b(worth|cost)\b)"
+        r"(amount|price|rates?|salary|fee|total)|what .*\b(worth|cost)\b"
+        r"|what (?:are|is|do|does|did|will|would|should) (?:we|you|they|i|he|she|it) (?:pay|paying|charge|charging)\b)"
     )),
     (WHEN, re.compile(r"^(?:\W*\w+\W+){0,6}?(when|what time|by when|until when|what date|which day)\b")),
 )
