@@ -61,9 +61,11 @@ FIGURE_KINDS = {
 }
 
 
-# A day named without a figure still says when: "on Thursday", "tomorrow".
+# A day named without a figure still says when: "on Thursday", "in June". "Today" and
+# "tomorrow" do not: they are the mail's, not the reader's ("the VAT return was filed
+# today" does not say when the VAT comes off the account, nor which day that was).
 _WHEN_WORDS = re.compile(
-    r"\b(monday|tuesday|wednesday|thursday|friday|saturday|sunday|today|tomorrow|tonight|"
+    r"\b(monday|tuesday|wednesday|thursday|friday|saturday|sunday|"
     + "|".join(MONTHS)
     + r")s?\b"
 )
@@ -228,9 +230,11 @@ def _polar(question: str) -> bool:
     return _REQUEST.match(question) is None or _WHETHER.search(question) is not None
 
 
-def gives(kind: str, sentence: str, scanned: Scanned | None = None) -> bool:
+def gives(kind: str, sentence: str, scanned: Scanned | None = None, months: tuple[str, ...] = ()) -> bool:
     """Whether ``sentence`` holds a figure of the ``kind`` a question asks for.
-    ``scanned``: its normalised text and figures, when the caller has read them."""
+    ``scanned``: its normalised text and figures, when the caller has read them.
+    ``months``: the question's own months, which name what it asks about and do not say
+    when ("the VAT return for March" does not say when the March VAT is debited)."""
     norm_text, found = scanned or _scan(sentence)
     keys = [key for f in found for p in (f, *f.parts) for key in p.lookups]
     if kind == IDENTIFIER:
@@ -240,7 +244,7 @@ def gives(kind: str, sentence: str, scanned: Scanned | None = None) -> bool:
         return True
     if kind == AMOUNT:  # a number the figures scanner read as part of a code ("1553,in")
         return any(key[0] == "c" and _DIGITS.search(key[1]) for key in keys)
-    return kind == WHEN and _WHEN_WORDS.search(sentence.casefold()) is not None
+    return kind == WHEN and any(m.group(1) not in months for m in _WHEN_WORDS.finditer(sentence.casefold()))
 
 
 def gives_contact(sentence: str, scanned: Scanned | None = None) -> bool:

@@ -409,7 +409,7 @@ def verify(
             for s in kept_by_unit[unit]:
                 verdict.kept.remove(s)
                 verdict.removed.append(RemovedSentence(text=s.text, reason="answer_removed"))
-    if pins.asks and verdict.kept and not any(gives(pins.asks, s.text) for s in verdict.kept):
+    if pins.asks and verdict.kept and not any(gives(pins.asks, s.text, months=pins.months) for s in verdict.kept):
         # Each sentence may be true, but none gives what was asked ("how much" answered
         # without an amount): together they do not answer.
         verdict.removed.extend(

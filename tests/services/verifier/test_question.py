@@ -85,6 +85,7 @@ def test_what_the_first_clause_asks_for(question: str, kind: str | None) -> None
         (WHEN, "The plumber comes on Thursday.", True),
         (WHEN, "It starts at 10:30.", True),
         (WHEN, "It is in the Isar room.", False),
+        (WHEN, "The VAT return was filed today.", False),  # the mail's today, not a day
         (IDENTIFIER, "The credit note is CN-2024-019.", True),
         (IDENTIFIER, "Call +49 40 8830 1456.", True),
         (IDENTIFIER, "Bob sent a credit note of EUR 1,260.00 for 42 tiles.", False),
@@ -564,3 +565,9 @@ def test_a_restated_question_with_a_word_of_its_own_is_an_answer() -> None:
 def test_a_yes_that_restates_a_yes_no_question_is_an_answer() -> None:
     verdict = _verify("Did the insurer accept the claim?", ("Yes, the insurer accepted the claim.", M1))
     assert [s.text for s in verdict.kept] == ["Yes, the insurer accepted the claim."]
+
+
+def test_the_questions_own_month_does_not_say_when() -> None:
+    """"For March" names the VAT asked about; it does not say when it is debited."""
+    assert not gives(WHEN, "The VAT return for March has been filed.", months=("march",))
+    assert gives(WHEN, "The March VAT is debited in April.", months=("march",))
