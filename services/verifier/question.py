@@ -117,11 +117,15 @@ class Pinned:
     # Whose words the question asks for ("What did Tom say about my draft?"): each a
     # name's words, in lower case. Bob's message to Tom is not what Tom said.
     speakers: tuple[tuple[str, ...], ...] = ()
+    # What kind of the thing asked about ("When is the board meeting?": board), as the
+    # first letters a paraphrase keeps ("dentist" / "dental": dent): a quarterly
+    # review's date is not the board meeting's.
+    kinds: tuple[str, ...] = ()
 
     def __bool__(self) -> bool:
         return bool(
             self.codes or self.names or self.months or self.quarters or self.weeks or self.versions or self.identifies
-            or self.speakers
+            or self.speakers or self.kinds
         )
 
 
@@ -166,7 +170,7 @@ def pinned(question: str) -> Pinned:
     weeks = tuple(dict.fromkeys(int(m.group(1)) for m in _WEEK.finditer(question)))
     return Pinned(codes, tuple(dict.fromkeys(names)), tuple(dict.fromkeys(months)), asks(question), words,
                   _polar(question), tuple(dict.fromkeys(quarters)), _quarterly(question) if quarters else (), weeks,
-                  versions(question), identifies(question), speakers(question))
+                  versions(question), identifies(question), speakers(question), kinds(question))
 
 
 # A version of a document the mail must name for the question to be about it; "new" and
@@ -210,6 +214,38 @@ def speakers(question: str) -> tuple[tuple[str, ...], ...]:
         return ()
     names = re.split(r",? (?:and|&) |, ", m.group(1).strip(" ,"))
     return tuple(tuple(n.casefold().split()) for n in names if n and n.casefold() not in _NOT_NAMES)
+
+
+_WHEN_IS = re.compile(r"^\W*(?:when|where|what time) (?:is|was|are|were) (?:the|my|our|your) ([^?,]+)", re.I)
+# Where the thing's name ends: a preposition, a verb going on ("coming", "down", "due").
+_NAME_ENDS = re.compile(
+    r"^(?:for|in|on|at|of|with|to|from|by|and|or|down|up|off|out|due|over"
+    r"|coming|going|happening|starting|taking|arriving|leaving|being|getting|held|open|closed)$",
+    re.I,
+)
+# Words that say which one of a kind, not what kind: "my next review", "the new office".
+_WHICH_ONE = frozenset("next last new old latest upcoming first second current this that same other".split())
+
+
+KIND_PREFIX = 4
+
+
+def kinds(question: str) -> tuple[str, ...]:
+    """The words before the head of the thing a "when / where is the ..." question asks
+    about, cut to their first KIND_PREFIX letters ("When is the board meeting?": boar);
+    names, quarters and "quarterly" are pinned apart."""
+    m = _WHEN_IS.match(question)
+    if m is None:
+        return ()
+    words: list[str] = []
+    for word in m.group(1).split():
+        if _NAME_ENDS.match(word):
+            break
+        words.append(word)
+    return tuple(
+        w.casefold()[:KIND_PREFIX] for w in words[:-1]
+        if w.islower() and w.casefold() not in _WHICH_ONE and w.casefold() != "quarterly"
+    )
 
 
 def week_names(week: int) -> tuple[str, ...]:

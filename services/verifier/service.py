@@ -307,7 +307,7 @@ def _off_question(question: Pinned, sources: Sources, cited: list[str]) -> str |
         sources[message_id].written_by(name) for name in question.speakers for message_id in cited
     ):
         return " and ".join(" ".join(name) for name in question.speakers)
-    in_thread = question.names or question.months or question.quarters or question.identifies
+    in_thread = question.names or question.months or question.quarters or question.identifies or question.kinds
     context = sources.threads_of(cited) if in_thread else []
     for name in question.names:
         if not any(source.names(name) for source in context):
@@ -315,6 +315,9 @@ def _off_question(question: Pinned, sources: Sources, cited: list[str]) -> str |
     for word in question.identifies:
         if not any(source.has_word(word, cached_stem(word)) for source in context):
             return word
+    for prefix in question.kinds:
+        if not any(source.has_prefix(prefix) for source in context):
+            return prefix
     for month in question.months:
         if not any(source.in_month(month) for source in context):
             return month

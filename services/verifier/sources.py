@@ -158,6 +158,10 @@ class Source:
             )
         return known
 
+    def has_prefix(self, prefix: str) -> bool:
+        """Whether a word of the message's parts or sender starts with ``prefix``."""
+        return self._holds(prefix, _starts_word)
+
     def states(self, word: str, word_stem: str) -> bool:
         """Whether the message says ``word`` in its own words: its body without the
         quoted parent, greeting and signature (the text passages show), an attachment
@@ -252,6 +256,16 @@ def _has_whole_word(text: str, word: str) -> bool:
         if (i == 0 or not _is_word(text[i - 1])) and (j == end or not _is_word(text[j])):
             return True
         i = text.find(word, i + 1)
+    return False
+
+
+def _starts_word(text: str, prefix: str) -> bool:
+    """Whether a word of ``text`` starts with ``prefix``."""
+    i = text.find(prefix)
+    while i != -1:
+        if i == 0 or not _is_word(text[i - 1]):
+            return True
+        i = text.find(prefix, i + 1)
     return False
 
 

@@ -571,3 +571,39 @@ def test_the_questions_own_month_does_not_say_when() -> None:
     """"For March" names the VAT asked about; it does not say when it is debited."""
     assert not gives(WHEN, "The VAT return for March has been filed.", months=("march",))
     assert gives(WHEN, "The March VAT is debited in April.", months=("march",))
+
+
+@pytest.mark.parametrize(
+    "question,kinds",
+    [
+        ("When is the board meeting?", ("boar",)),
+        ("When is the forklift refresher training for the drivers?", ("fork", "refr")),
+        ("When is my next performance review?", ("perf",)),  # "next" says which one
+        ("When is the plumber coming?", ()),  # one word: the thing itself
+        ("When is the Q2 quarterly review?", ()),  # quarters are pinned apart
+        ("Who presents first at the quarterly review?", ()),
+    ],
+)
+def test_what_kind_of_thing_a_when_or_where_question_asks_about_is_pinned(question, kinds) -> None:
+    assert pinned(question).kinds == kinds
+
+
+def test_a_date_of_another_kind_of_meeting_does_not_answer() -> None:
+    review = message("m000000000r01", "The Q2 quarterly review has been moved to Tuesday, 14 May, 10:00-12:00.",
+                     subject="Quarterly review moved")
+    board = message("m000000000r02", "The board meeting is on Monday, 3 June, at 14:00.", subject="Board meeting")
+    board = board.model_copy(update={"thread_id": "th-board"})
+    question = "When is the board meeting?"
+    wrong = _verify(question, ("The board meeting is on Tuesday, 14 May, 10:00-12:00.", review.message_id),
+                    extra=[review, board])
+    right = _verify(question, ("The board meeting is on Monday, 3 June, at 14:00.", board.message_id),
+                    extra=[review, board])
+    assert [(r.reason, r.offending) for r in wrong.removed] == [("off_question", "boar")]
+    assert [s.text for s in right.kept] == ["The board meeting is on Monday, 3 June, at 14:00."]
+
+
+def test_a_paraphrased_kind_still_names_it() -> None:
+    """"Dentist" asked, "dental practice" written: the same kind of appointment."""
+    sentence = "The dentist appointment is on Monday, 29 April 2024 at 8:00."
+    verdict = _verify("When is my dentist appointment?", (sentence, "m626262626262"), extra=[_appointment()])
+    assert [s.text for s in verdict.kept] == [sentence]
