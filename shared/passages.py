@@ -65,6 +65,9 @@ _SIGN_OFF = re.compile(
     r"|viele grüße|mit freundlichen grüßen|cordialement)[,!.]?\s*$",
     re.I | re.M,
 )
+# A name alone on the last line after a blank one ("\n\nTom"): a sign-off without the
+# "Thanks" before it, which says no more than the sender does.
+_NAME_LAST = re.compile(r"\n[ \t]*\n[ \t]*(?:[A-Z][\w.'-]*[ \t]*){1,3}\s*\Z")
 _BLANKS = re.compile(r"\n\s*\n+")
 _SPACES = re.compile(r"[ \t]+")
 
@@ -102,6 +105,7 @@ def own_text(body: str) -> str:
         cut = end.search(body)
         if cut:
             body = body[: cut.start()]
+    body = _NAME_LAST.sub("", body.rstrip() + "\n")
     body = _GREETING.sub("", body)
     body = _QUOTED.sub("", body)
     return _BLANKS.sub("\n", _SPACES.sub(" ", body)).strip()

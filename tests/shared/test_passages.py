@@ -43,8 +43,10 @@ def msg(mid: str, body: str, *, thread: str = "t1", day: int = 1, sender: str = 
         ("We accept the claim.\n-- \nSabine Roth\n+49 40 8830 1456", "We accept the claim.", "8830"),
         ("We accept the claim.\n\nKind regards,\nSabine Roth\nClaims adjuster", "We accept the claim.", "adjuster"),
         ("Dear Ms Weber,\n\nWe accept the claim.", "We accept the claim.", "Dear"),
+        ("Hi team,\n\nThe review is on Thursday.\n\nTom\n", "The review is on Thursday.", "Tom"),
     ],
-    ids=["on_wrote", "schrieb", "original_message", "outlook_header", "quoted_lines", "signature", "sign_off", "greeting"],
+    ids=["on_wrote", "schrieb", "original_message", "outlook_header", "quoted_lines", "signature", "sign_off", "greeting",
+         "name_alone"],
 )
 def test_own_text_keeps_the_messages_own_words_only(body, kept, gone):
     text = P.own_text(body)
