@@ -121,11 +121,14 @@ class Pinned:
     # first letters a paraphrase keeps ("dentist" / "dental": dent): a quarterly
     # review's date is not the board meeting's.
     kinds: tuple[str, ...] = ()
+    # What a "which" question asks for one of ("Which garage ...": gara): the thread must
+    # name it, unless the answer gives its identifier ("container MSKU 448120").
+    which: tuple[str, ...] = ()
 
     def __bool__(self) -> bool:
         return bool(
             self.codes or self.names or self.months or self.quarters or self.weeks or self.versions or self.identifies
-            or self.speakers or self.kinds
+            or self.speakers or self.kinds or self.which
         )
 
 
@@ -170,7 +173,8 @@ def pinned(question: str) -> Pinned:
     weeks = tuple(dict.fromkeys(int(m.group(1)) for m in _WEEK.finditer(question)))
     return Pinned(codes, tuple(dict.fromkeys(names)), tuple(dict.fromkeys(months)), asks(question), words,
                   _polar(question), tuple(dict.fromkeys(quarters)), _quarterly(question) if quarters else (), weeks,
-                  versions(question), identifies(question), speakers(question), kinds(question))
+                  versions(question), identifies(question), speakers(question), kinds(question),
+                  which_kind(question))
 
 
 # A version of a document the mail must name for the question to be about it; "new" and
@@ -228,6 +232,9 @@ _WHICH_ONE = frozenset("next last new old latest upcoming first second current t
 
 
 KIND_PREFIX = 4
+# "Which garage replaced the windscreen?": the answer names a garage.
+_WHICH = re.compile(r"^\W*which ([a-z][\w-]*)\b", re.I)
+_NOT_KINDS = frozenset("of one ones is are was were do does did one".split())
 
 
 def kinds(question: str) -> tuple[str, ...]:
@@ -246,6 +253,15 @@ def kinds(question: str) -> tuple[str, ...]:
         w.casefold()[:KIND_PREFIX] for w in words[:-1]
         if w.islower() and w.casefold() not in _WHICH_ONE and w.casefold() != "quarterly"
     )
+
+
+def which_kind(question: str) -> tuple[str, ...]:
+    """What a "which ..." question asks for one of ("Which garage replaced the
+    windscreen?": gara), cut like :func:`kinds`."""
+    m = _WHICH.match(question)
+    if m is None or m.group(1).casefold() in _NOT_KINDS:
+        return ()
+    return (m.group(1).casefold()[:KIND_PREFIX],)
 
 
 def week_names(week: int) -> tuple[str, ...]:

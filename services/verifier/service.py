@@ -80,7 +80,7 @@ from services.verifier.amounts import as_amount
 from services.verifier.citations import parse_structured, strip_markers
 from services.verifier.figures import normalize_figures, sentence_figures
 from services.verifier.outcome import degraded_hits, model_note, reason_code
-from services.verifier.question import AMOUNT, WHEN, Pinned, gives, gives_contact, pinned, week_names
+from services.verifier.question import AMOUNT, IDENTIFIER, WHEN, Pinned, gives, gives_contact, pinned, week_names
 from services.verifier.quotes import extract_quotes
 from services.verifier.sources import Source, Sources
 from services.verifier.splitter import split_sentences
@@ -187,7 +187,7 @@ def _check(
         if message_id not in sources:
             return removed("unknown_citation", message_id)
     if question:
-        offending = _off_question(question, sources, cited)
+        offending = _off_question(question, sources, cited, clean)
         if offending is not None:
             return removed("off_question", offending)
 
@@ -288,7 +288,7 @@ def _check(
     return AnswerSentence(text=clean, citations=citations)
 
 
-def _off_question(question: Pinned, sources: Sources, cited: list[str]) -> str | None:
+def _off_question(question: Pinned, sources: Sources, cited: list[str], sentence: str) -> str | None:
     """The first thing the question pins down that the sentence's sources never name.
 
     A code or a numbered week must be named by a cited message itself; a name, month or
@@ -307,7 +307,8 @@ def _off_question(question: Pinned, sources: Sources, cited: list[str]) -> str |
         sources[message_id].written_by(name) for name in question.speakers for message_id in cited
     ):
         return " and ".join(" ".join(name) for name in question.speakers)
-    in_thread = question.names or question.months or question.quarters or question.identifies or question.kinds
+    which = question.which if question.which and not gives(IDENTIFIER, sentence) else ()
+    in_thread = question.names or question.months or question.quarters or question.identifies or question.kinds or which
     context = sources.threads_of(cited) if in_thread else []
     for name in question.names:
         if not any(source.names(name) for source in context):
@@ -315,7 +316,7 @@ def _off_question(question: Pinned, sources: Sources, cited: list[str]) -> str |
     for word in question.identifies:
         if not any(source.has_word(word, cached_stem(word)) for source in context):
             return word
-    for prefix in question.kinds:
+    for prefix in (*question.kinds, *which):
         if not any(source.has_prefix(prefix) for source in context):
             return prefix
     for month in question.months:

@@ -607,3 +607,29 @@ def test_a_paraphrased_kind_still_names_it() -> None:
     sentence = "The dentist appointment is on Monday, 29 April 2024 at 8:00."
     verdict = _verify("When is my dentist appointment?", (sentence, "m626262626262"), extra=[_appointment()])
     assert [s.text for s in verdict.kept] == [sentence]
+
+
+@pytest.mark.parametrize(
+    "question,which",
+    [
+        ("Which garage replaced the Transit's windscreen?", ("gara",)),
+        ("Which container is the Baltic Freight invoice for?", ("cont",)),
+        ("Which of my parcels were delayed?", ()),
+        ("What did the garage say?", ()),
+    ],
+)
+def test_what_a_which_question_asks_for_one_of_is_pinned(question, which) -> None:
+    assert pinned(question).which == which
+
+
+def test_a_which_answer_names_the_kind_or_gives_its_identifier() -> None:
+    decision = message("m000000000w01", "Transit: windscreen rejected, glass replacement is not covered. We pay EUR 3,180.00.",
+                       subject="Decision on claim HM-88213")
+    invoice = message("m000000000w02", "Sea freight Gdansk - Hamburg, MSKU 448120, EUR 2,950.00.",
+                      subject="Invoice BF-2024-117")
+    insurer = _verify("Which garage replaced the Transit's windscreen?",
+                      ("Harbor Mutual replaced the windscreen.", decision.message_id), extra=[decision])
+    box = _verify("Which container is the Baltic Freight invoice for?",
+                  ("The invoice is for container MSKU 448120.", invoice.message_id), extra=[invoice])
+    assert [(r.reason, r.offending) for r in insurer.removed] == [("off_question", "gara")]
+    assert [s.text for s in box.kept] == ["The invoice is for container MSKU 448120."]
