@@ -624,11 +624,12 @@ def test_what_a_which_question_asks_for_one_of_is_pinned(question, which) -> Non
 
 def test_a_which_answer_names_the_kind_or_gives_its_identifier() -> None:
     decision = message("m000000000w01", "Transit: windscreen rejected, glass replacement is not covered. We pay EUR 3,180.00.",
-                       subject="Decision on claim HM-88213")
-    invoice = message("m000000000w02", "Sea freight Gdansk - Hamburg, MSKU 448120, EUR 2,950.00.",
+                       subject="Decision on claim HM-88213", sender="Harbor Mutual Claims <claims@harbormutual.example>")
+    decision = decision.model_copy(update={"thread_id": "th-transit"})  # the Golf thread has a garage
+    invoice = message("m000000000w02", "Baltic Freight: sea freight Gdansk - Hamburg, MSKU 448120, EUR 2,950.00.",
                       subject="Invoice BF-2024-117")
     insurer = _verify("Which garage replaced the Transit's windscreen?",
-                      ("Harbor Mutual replaced the windscreen.", decision.message_id), extra=[decision])
+                      ("Harbor Mutual replaced the windscreen for EUR 3,180.00.", decision.message_id), extra=[decision])
     box = _verify("Which container is the Baltic Freight invoice for?",
                   ("The invoice is for container MSKU 448120.", invoice.message_id), extra=[invoice])
     assert [(r.reason, r.offending) for r in insurer.removed] == [("off_question", "gara")]
