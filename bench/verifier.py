@@ -23,7 +23,8 @@ import time
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 
-from services.verifier.service import decide, verify
+from services.verifier.decide import decide
+from services.verifier.service import verify
 from shared.messages import Draft, EvidenceMessage, VerificationRequested
 
 N_MESSAGES = 20

@@ -29,7 +29,7 @@ from services.answerer.details import with_details
 from services.answerer.disagreement import with_other_statements
 from services.answerer.left_out import with_left_out
 from services.answerer.service import answering
-from services.verifier.service import decide
+from services.verifier.decide import decide
 from shared.messages import Draft, DraftSentence, EvidenceMessage
 from shared.passages import without_labels
 from shared.settings import cli_settings

@@ -1,8 +1,8 @@
-"""Verification and the outcome of a run: pure code, no I/O, no model.
+"""Verification: pure code, no I/O, no model.
 
 :func:`verify` checks a draft sentence by sentence against the run's stored evidence;
-:func:`decide` turns a :class:`VerificationRequested` and that evidence into the one
-:class:`RunResult` of the run.
+:func:`.decide.decide` turns a :class:`VerificationRequested` and that evidence into the
+one :class:`RunResult` of the run.
 
 A sentence (after this service's own split) is kept only when
 
@@ -70,22 +70,19 @@ else the passage of that message sharing the most words with the sentence.
 from __future__ import annotations
 
 import dataclasses
-import logging
 import re
-import time
 from collections.abc import Mapping
-from datetime import UTC
 
 from services.verifier.amounts import as_amount
 from services.verifier.citations import parse_structured, strip_markers
 from services.verifier.figures import normalize_figures, sentence_figures
-from services.verifier.outcome import degraded_hits, model_note, reason_code
-from services.verifier.question import AMOUNT, IDENTIFIER, WHEN, Pinned, gives, gives_contact, pinned, week_names
+from services.verifier.question import AMOUNT, WHEN, Pinned, gives, gives_contact, pinned
 from services.verifier.quotes import extract_quotes
-from services.verifier.sources import Source, Sources
+from services.verifier.sources import Sources
 from services.verifier.splitter import split_sentences
-from services.verifier.support import CONTACT_WORDS, PRICE_WORDS, WHEN_WORDS, blank_figures, cached_stem, content_words
+from services.verifier.support import CONTACT_WORDS, PRICE_WORDS, WHEN_WORDS, blank_figures, content_words
 from services.verifier.support import unsupported_words as unsupported_words  # for calibration
+from services.verifier.topic import MAX_OFFENDING_WORDS, off_question, off_topic
 from shared.messages import (
     Answer,
     AnswerSentence,
@@ -93,16 +90,9 @@ from shared.messages import (
     Contract,
     Draft,
     EvidenceMessage,
-    EvidenceSummary,
     RemovalReason,
     RemovedSentence,
-    RunResult,
-    ToolCall,
-    Trace,
-    VerificationRequested,
 )
-
-log = logging.getLogger("pmsearch.verifier")
 
 _WORD = re.compile(r"\w+")
 _STOPWORDS = frozenset(
@@ -110,7 +100,6 @@ _STOPWORDS = frozenset(
     in into is it its me my no not of on or our she so than that the their them then there
     they this to was we were what when which who will with would you your""".split()
 )
-SNIPPET_CHARS = 200
 # Share of a sentence's content words that may be missing from its cited messages before
 # it is removed as an unsupported claim (strictly more is removed). Calibrated on the
 # labelled set with evals/calibrate_unsupported.py: on the first 25-question run, 0.5
@@ -123,7 +112,6 @@ UNSUPPORTED_THRESHOLD = 0.3
 MIN_CONTENT_WORDS = 3
 _NEGATION = re.compile(r"\b(?:no|not|never|none|nothing|cannot)\b|n't\b", re.I)
 _LEADING_NO = re.compile(r"\A\W*no\b[,.!:;]?", re.I)
-MAX_OFFENDING_WORDS = 5
 
 
 class Verdict(Contract):
@@ -187,7 +175,7 @@ def _check(
         if message_id not in sources:
             return removed("unknown_citation", message_id)
     if question:
-        offending = _off_question(question, sources, cited, clean)
+        offending = off_question(question, sources, cited, clean)
         if offending is not None:
             return removed("off_question", offending)
 
@@ -237,7 +225,7 @@ def _check(
         for w, st in content
     )
     adds = bool(figures) or own_words
-    topic = _off_topic(question, content, sources, cited, own_words)
+    topic = off_topic(question, content, sources, cited, own_words)
     if topic is not None:
         return removed("off_question", topic)
     # A bare "No," before an answer to a question that is not yes/no ("No, the dentist's
@@ -286,85 +274,6 @@ def _check(
             citation = Citation(message_id=message_id, excerpt=excerpt)
         citations.append(citation)
     return AnswerSentence(text=clean, citations=citations)
-
-
-def _off_question(question: Pinned, sources: Sources, cited: list[str], sentence: str) -> str | None:
-    """The first thing the question pins down that the sentence's sources never name.
-
-    A code or a numbered week must be named by a cited message itself; a name, month or
-    quarter may also be named by another message of a cited thread (see :mod:`.question`).
-    """
-    for code in question.codes:
-        if not any(sources[message_id].mentions(code) for message_id in cited):
-            return code
-    for week in question.weeks:
-        if not any(sources[message_id].mentions(name) for name in week_names(week) for message_id in cited):
-            return f"week {week}"
-    for word in question.versions:
-        if not any(sources[message_id].mentions(word) for message_id in cited):
-            return word
-    if question.speakers and not any(
-        sources[message_id].written_by(name) for name in question.speakers for message_id in cited
-    ):
-        return " and ".join(" ".join(name) for name in question.speakers)
-    which = question.which if question.which and not gives(IDENTIFIER, sentence) else ()
-    in_thread = question.names or question.months or question.quarters or question.identifies or question.kinds or which
-    context = sources.threads_of(cited) if in_thread else []
-    for name in question.names:
-        if not any(source.names(name) for source in context):
-            return name
-    for word in question.identifies:
-        if not any(source.has_word(word, cached_stem(word)) for source in context):
-            return word
-    for prefix in (*question.kinds, *which):
-        if not any(source.has_prefix(prefix) for source in context):
-            return prefix
-    for month in question.months:
-        if not any(source.in_month(month) for source in context):
-            return month
-    for quarter in question.quarters:
-        if not _names_quarter(quarter, question.quarterly, context):
-            return quarter.upper()
-    return None
-
-
-def _names_quarter(quarter: str, words: tuple[str, ...], context: list[Source]) -> bool:
-    """Whether the thread names ``quarter`` ("Q2"), or holds what the question calls it
-    (``words``: "quarterly review") and names no other quarter: Tom's "the quarterly
-    review will take place on Thursday, 16 May" is about the Q2 review; a stand-up's
-    "quarterly stock count" is not, nor is the Q3 review's thread."""
-    if any(source.mentions(quarter) for source in context):
-        return True
-    if not words or not all(any(source.mentions(w) for source in context) for w in words):
-        return False
-    others = [f"q{n}" for n in range(1, 5) if f"q{n}" != quarter]
-    return not any(source.mentions(other) for source in context for other in others)
-
-
-def _off_topic(
-    question: Pinned, content: list[tuple[str, str]], sources: Sources, cited: list[str], own_words: bool
-) -> str | None:
-    """The question's words a sentence repeats but its sources never use, when they are
-    most of them (and at least two): the sentence took its subject from the question
-    and its facts from a message about something else ("the team offsite costs EUR 685
-    per weekly run", cited to a freight quote). A word may come from any message of a
-    cited thread. Calibrated on the labelled set: on the 2026-11-30 drafts it removed
-    two answers to questions that must not be answered and no right one."""
-    repeated = [(w, st) for w, st in content if st in question.words]
-    if len(repeated) < 2:
-        return None
-    context = sources.threads_of(cited)
-    lost = [w for w, st in repeated if not any(source.has_word(w, st) for source in context)]
-    if len(lost) < 2 or len(lost) * 2 <= len(repeated):
-        return None
-    # The thread shares one of the question's words and the sentence adds words of its
-    # own that its sources hold: an answer in other words ("arrive in mid-June" for
-    # "delivery expected in mid-June"). A figure alone is not enough: "the team offsite
-    # is costing $100 per person" shares only "cost" with a newsletter's "EUR 100
-    # million", whose 100 the figures check accepts.
-    if own_words and len(lost) < len(repeated):
-        return None
-    return " ".join(lost[:MAX_OFFENDING_WORDS])
 
 
 def verify(
@@ -422,143 +331,3 @@ def verify(
         )
         verdict.kept = []
     return verdict
-
-
-# ------------------------------------------------------------------------- outcomes
-
-
-def run_evidence(
-    request: VerificationRequested, evidence: Mapping[str, EvidenceMessage]
-) -> dict[str, EvidenceMessage]:
-    """The evidence this run may cite: entries stored under their own ID, of its tenant.
-
-    The searcher writes the hash per run, so this should drop nothing; it is a second
-    line against a corrupted or foreign entry ever being cited.
-    """
-    return {
-        key: msg
-        for key, msg in evidence.items()
-        if key == msg.message_id and msg.tenant_id == request.tenant_id
-    }
-
-
-def _when(msg: EvidenceMessage) -> float:
-    if msg.date is None:
-        return float("-inf")
-    date = msg.date if msg.date.tzinfo else msg.date.replace(tzinfo=UTC)
-    return date.timestamp()
-
-
-def summaries(
-    evidence: Mapping[str, EvidenceMessage], cited_first: list[str]
-) -> list[EvidenceSummary]:
-    """Evidence summaries: cited messages in citation order, then the rest newest first."""
-    rest = sorted(
-        (m for k, m in evidence.items() if k not in cited_first),
-        key=lambda m: (-_when(m), m.message_id),
-    )
-    ordered = [evidence[k] for k in cited_first if k in evidence] + rest
-    return [
-        EvidenceSummary.of(m, m.snippet or " ".join(m.body.split())[:SNIPPET_CHARS])
-        for m in ordered
-    ]
-
-
-def _searched(trace: Trace) -> list[ToolCall]:
-    """What was searched: the trace's own list, else every tool call of its steps."""
-    if trace.searched:
-        return list(trace.searched)
-    calls: list[ToolCall] = []
-    seen: set[str] = set()
-    for step in trace.steps:
-        for outcome in step.tool_calls:
-            if outcome.call_id in seen:
-                continue
-            seen.add(outcome.call_id)
-            calls.append(
-                ToolCall(call_id=outcome.call_id, tool=outcome.tool, arguments=outcome.arguments)
-            )
-    return calls
-
-
-def _safe_verify(
-    draft: Draft, evidence: Mapping[str, EvidenceMessage], unsupported_threshold: float, question: str
-) -> Verdict:
-    """verify(), but a bug in it ends the run without an answer instead of wedging it."""
-    try:
-        return verify(draft, evidence, unsupported_threshold=unsupported_threshold, question=question)
-    except Exception:  # noqa: BLE001 - the run must still finish, unanswered
-        log.exception("verification failed; treating the whole draft as malformed")
-        text = draft.text or " ".join(s.text for s in draft.sentences or [])
-        return Verdict(removed=[RemovedSentence(text=text, reason="malformed")])
-
-
-def decide_with_verdict(
-    request: VerificationRequested,
-    evidence: Mapping[str, EvidenceMessage],
-    *,
-    now: float | None = None,
-    unsupported_threshold: float = UNSUPPORTED_THRESHOLD,
-) -> tuple[RunResult, Verdict]:
-    """The run's result and, for an ``answer`` ending, the verdict behind it.
-
-    ``request`` must have passed :func:`.outcome.checked` against the run's record; the
-    result takes from it only what that checked, the verdict and what stored evidence
-    confirms (see :mod:`.outcome`)."""
-    evidence = run_evidence(request, evidence)
-    trace = request.trace.model_copy(deep=True)
-    trace.searched = _searched(trace)
-    verdict = Verdict()
-    answer: Answer | None = None
-    hits = []
-    finished_at = time.time() if now is None else now
-
-    if request.ending == "answer":
-        if request.draft is not None:
-            verdict = _safe_verify(request.draft, evidence, unsupported_threshold, request.question)
-        answer = verdict.answer()
-        trace.removed_sentences.extend(verdict.removed)
-        outcome = "answered" if answer is not None else "insufficient_evidence"
-    else:
-        # The other endings never carry an answer, whatever the message holds.
-        outcome = request.ending
-        if outcome == "degraded":
-            hits = degraded_hits(request.hits, evidence)
-    reason = reason_code(
-        request, kept=len(verdict.kept), removed=len(verdict.removed), evidence=evidence, finished_at=finished_at
-    )
-
-    cited: list[str] = []
-    for sentence in answer.sentences if answer else []:
-        for citation in sentence.citations:
-            if citation.message_id not in cited:
-                cited.append(citation.message_id)
-
-    result = RunResult(
-        run_id=request.run_id,
-        tenant_id=request.tenant_id,
-        outcome=outcome,
-        question=request.question,
-        answer=answer,
-        evidence=summaries(evidence, cited),
-        hits=hits,
-        trace=trace,
-        usage=request.usage,
-        reason=reason,
-        model_note=model_note(request),
-        finished_at=finished_at,
-    )
-    return result, verdict
-
-
-def decide(
-    request: VerificationRequested,
-    evidence: Mapping[str, EvidenceMessage],
-    *,
-    now: float | None = None,
-    unsupported_threshold: float = UNSUPPORTED_THRESHOLD,
-) -> RunResult:
-    """The one result of the run (see the outcome table in DESIGN.md)."""
-    return decide_with_verdict(
-        request, evidence, now=now, unsupported_threshold=unsupported_threshold
-    )[0]

@@ -25,10 +25,10 @@ import redis.asyncio as aioredis
 from pydantic import ValidationError
 
 from services.verifier import metrics
+from services.verifier.decide import decide_with_verdict
 from services.verifier.errors import DraftMismatch, RequestContractError
 from services.verifier.outcome import cancellation, checked
 from services.verifier.repository import Repository
-from services.verifier.service import decide_with_verdict
 from shared.bus import connect
 from shared.health import serve
 from shared.messages import VerificationRequested

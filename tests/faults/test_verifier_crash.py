@@ -20,9 +20,9 @@ from httpx_sse import aconnect_sse
 from redis import asyncio as aioredis
 
 from cli.stack import Stack
+from services.verifier.decide import decide
 from services.verifier.errors import StoreError
 from services.verifier.repository import Repository
-from services.verifier.service import decide
 from shared import streams
 from shared.bus import decode
 from shared.messages import ProgressEvent, RunMeta, VerificationRequested

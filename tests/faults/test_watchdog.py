@@ -19,8 +19,8 @@ import pytest
 from redis import asyncio as aioredis
 
 from services.gateway.watchdog import watchdog, watchdog_round
+from services.verifier.decide import decide
 from services.verifier.repository import Repository
-from services.verifier.service import decide
 from shared import streams
 from shared.bus import DATA_FIELD, decode
 from shared.messages import ProgressEvent, RunMeta, VerificationRequested

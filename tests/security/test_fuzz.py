@@ -30,7 +30,8 @@ from hypothesis import strategies as st
 from services.searcher.errors import IngestError
 from services.searcher.ingest.limits import IngestLimits
 from services.searcher.ingest.parser import parse_message
-from services.verifier.service import decide, verify
+from services.verifier.decide import decide
+from services.verifier.service import verify
 from shared.messages import Draft, DraftSentence, EvidenceAttachment, EvidenceMessage, Hit, VerificationRequested
 
 DEFAULT_EXAMPLES = 300

@@ -34,7 +34,7 @@ async def test_repository_works_within_the_acl(redis_url, verifier_settings) -> 
     client = aioredis.from_url(verifier_settings.redis_url, **redis_kwargs(verifier_settings))
     try:
         repo = Repository(client)
-        from services.verifier.service import decide
+        from services.verifier.decide import decide
 
         result = decide(request(run_id=run, text=f"The claim was accepted [{M1}]."), await repo.load_evidence(run))
         assert await repo.finish(result, "1-0") is True

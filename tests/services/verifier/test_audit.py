@@ -9,8 +9,8 @@ import pytest
 import redis
 
 from services.verifier.audit import verify_command
+from services.verifier.decide import decide
 from services.verifier.errors import AuditInputError
-from services.verifier.service import decide
 from shared.settings import VerifierSettings
 from shared.streams import evidence_key, final_key
 from tests.services.verifier.factory import M1, NEVER, evidence, request

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from services.verifier.service import decide, decide_with_verdict
+from services.verifier.decide import decide, decide_with_verdict
 from shared.messages import (
     Hit,
     RemovedSentence,
@@ -146,12 +146,12 @@ def test_removed_sentences_are_appended_to_the_trace() -> None:
 
 
 def test_a_bug_in_verification_still_finishes_the_run(monkeypatch) -> None:
-    import services.verifier.service as service
+    import services.verifier.decide as decide_module
 
     def boom(*_a, **_k):
         raise RuntimeError("bug")
 
-    monkeypatch.setattr(service, "verify", boom)
+    monkeypatch.setattr(decide_module, "verify", boom)
     result = decide(request(text=f"The claim was accepted [{M1}]."), evidence())
     assert result.outcome == "insufficient_evidence"
     assert result.trace.removed_sentences[0].reason == "malformed"

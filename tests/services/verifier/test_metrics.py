@@ -5,7 +5,7 @@ from __future__ import annotations
 from prometheus_client import REGISTRY
 
 from services.verifier import metrics
-from services.verifier.service import decide_with_verdict
+from services.verifier.decide import decide_with_verdict
 from tests.services.verifier.factory import M1, evidence, request, run_record
 
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
+from services.verifier.decide import decide
 from services.verifier.errors import DraftMismatch
 from services.verifier.outcome import cancellation, checked
-from services.verifier.service import decide
 from shared.messages import StepTrace, Trace
 from tests.services.verifier.factory import M1, evidence, request, run_record
 

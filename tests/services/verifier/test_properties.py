@@ -7,9 +7,10 @@ import string
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
+from services.verifier.decide import decide
 from services.verifier.normalize import collapse, find_phrase, normalize, normalize_with_map
 from services.verifier.quotes import _DOUBLE_PAIRS
-from services.verifier.service import decide, verify
+from services.verifier.service import verify
 from services.verifier.splitter import split_sentences
 from shared.messages import Draft, DraftSentence, EvidenceMessage
 from tests.services.verifier.factory import M1, M2, message, request

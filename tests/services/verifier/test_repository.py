@@ -9,9 +9,9 @@ import uuid
 import pytest
 import redis.asyncio as aioredis
 
+from services.verifier.decide import decide
 from services.verifier.errors import StoreError
 from services.verifier.repository import Repository, owner_key
-from services.verifier.service import decide
 from shared.bus import decode
 from shared.messages import ProgressEvent, RunResult
 from shared.runstore import WORK_MARGIN_SECONDS, retention_seconds

@@ -8,8 +8,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from services.verifier.decide import decide
 from services.verifier.normalize import normalize
-from services.verifier.service import decide, unsupported_words, verify
+from services.verifier.service import unsupported_words, verify
 from services.verifier.sources import Sources
 from services.verifier.support import _WORD, stem, stems_of
 from shared.messages import Draft
