@@ -3,7 +3,9 @@
 A small model writes the right sentence and points at the wrong passages (those that
 mention the photos, not the one that accepts the claim). So the answerer attributes each
 sentence itself: it picks the one message sharing most of the sentence's quoted phrases,
-figures and content words. One: a sentence stitched from two messages (an amount from
+figures and content words, each word weighed by how few of the run's messages hold it
+(every message of the Golf thread says "Golf", "claim" and "insurer"; one says
+"accepted"). One: a sentence stitched from two messages (an amount from
 one invoice, a purpose from another's budget) would pass a check against both, while
 against its best single source the stray figure is found missing. A sentence that truly
 needs two messages (two versions of a date) is written as two sentences (the prompt
@@ -14,6 +16,7 @@ the sentence against exactly these sources, as it would check the model's own ch
 
 from __future__ import annotations
 
+import math
 import re
 import unicodedata
 from collections.abc import Sequence
@@ -25,6 +28,11 @@ from shared.textcache import cached_text
 
 MAX_SOURCES = 1  # see the module docstring
 FIGURE_WEIGHT = 3  # a shared amount or code says more than a shared word
+# Words that join a sentence and name nothing (as :func:`shared.passages.stems` cuts
+# them): that one message says "because" is no sign it says the sentence.
+_FUNCTION_WORDS = frozenset(
+    "becau since altho thoug while unles wheth also just still even only very same other some".split()
+)
 QUOTE_WEIGHT = 10  # a phrase quoted word for word points at the message that holds it
 
 _FIGURE = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+|https?://\S+|\b[\w/-]*\d[\w/.,:-]*\b")
@@ -98,19 +106,33 @@ def attribute(sentence: str, evidence: Sequence[EvidenceMessage], preferred: Seq
     # names him as well).
     said_by = {m.message_id for m in evidence if _first_name(m.sender) in want_stems}
 
-    def gain(s: _Source) -> tuple[int, int, int]:
+    sources = list(map(_source, evidence))
+    weight = _rarity(want_stems - _FUNCTION_WORDS, sources)
+
+    def gain(s: _Source) -> tuple[float, int, bool, int]:
+        shared = want_stems & s.stems
         covered = (
             QUOTE_WEIGHT * len(s.holds(want_quotes))
             + FIGURE_WEIGHT * len(want_figures & s.figures)
-            + len(want_stems & s.stems)
+            + sum(weight.get(w, 0.0) for w in shared)
         )
-        return (covered, s.message_id in said_by, -rank.get(s.message_id, len(rank)))
+        # Words every message shares weigh nothing; their count still breaks a tie.
+        count = len(shared) + len(want_figures & s.figures) + len(s.holds(want_quotes))
+        return (round(covered, 9), count, s.message_id in said_by, -rank.get(s.message_id, len(rank)))
 
-    scored = [(gain(s), s.message_id) for s in map(_source, evidence)]
+    scored = [(gain(s), s.message_id) for s in sources]
     if not scored:
         return []
-    (covered, *_), best = max(scored, key=lambda t: t[0])
-    return [best][:MAX_SOURCES] if covered else []
+    (_, count, *_), best = max(scored, key=lambda t: t[0])
+    return [best][:MAX_SOURCES] if count else []
+
+
+def _rarity(words: set[str], sources: list[_Source]) -> dict[str, float]:
+    """How much sharing each word says about a message: log((n + 1) / (messages holding
+    it + 1)) over the run's evidence. "Golf", "claim" and "insurer" are in every message
+    of the Golf thread; "accepted" is in the one that accepts it."""
+    n = len(sources)
+    return {w: math.log((n + 1) / (sum(w in s.stems for s in sources) + 1)) for w in words}
 
 
 def _first_name(sender: str) -> str:

@@ -151,3 +151,17 @@ def test_an_organisation_is_no_person_who_wrote():
 def test_a_sentence_of_nothing_but_the_header_is_an_echo(sentence, echo):
     header = msg("h", "Accepted: we pay EUR 2,115.50.", subject="Claim CLM-2024-55817")
     assert echoes_header(sentence, header) is echo
+
+
+def test_a_word_few_messages_hold_outweighs_words_they_all_hold():
+    """"Accepted" says which message; "Golf", "claim" and "insurer" are in all of them."""
+    photos = msg("photos", "The insurer needs photos of the Golf for the claim.")
+    reply = msg("reply", "Here are the photos of the Golf for the insurer's claim.")
+    accepted = msg("accepted", "The insurer has accepted the Golf claim.")
+    sentence = "Yes, the insurer accepted the Golf claim after we sent the photos."
+    assert attribute(sentence, [photos, reply, accepted], preferred=["photos"]) == ["accepted"]
+
+
+def test_a_lone_message_is_cited_for_the_words_it_shares():
+    """With one message every word is in all of them; sharing still makes it the source."""
+    assert attribute("Northwind accepts the claim.", [ACCEPT]) == ["accept"]
