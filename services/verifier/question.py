@@ -234,7 +234,7 @@ _WHICH_ONE = frozenset("next last new old latest upcoming first second current t
 KIND_PREFIX = 4
 # "Which garage replaced the windscreen?": the answer names a garage.
 _WHICH = re.compile(r"^\W*which ([a-z][\w-]*)\b", re.I)
-_NOT_KINDS = frozenset("of one ones is are was were do does did one".split())
+_NOT_KINDS = frozenset("of one ones is are was were do does did".split())
 
 
 def kinds(question: str) -> tuple[str, ...]:
