@@ -124,6 +124,14 @@ class Pinned:
     # What a "which" question asks for one of ("Which garage ...": gara): the thread must
     # name it, unless the answer gives its identifier ("container MSKU 448120").
     which: tuple[str, ...] = ()
+    # What a "how much ..." question asks the amount of ("How much VAT do we owe?": vat).
+    # Not a pin on the thread (see __bool__): it only says which figures give the amount.
+    amount_of: tuple[str, ...] = ()
+    # The stems of a yes/no question's main clause, before "after", "when", a comma
+    # ("Did the insurer accept the Golf claim after we sent the photos?": insur, accept,
+    # golf, claim). A "yes" that says one of them happened ("we paid") needs a cited
+    # message that says it in the past too, not a request for it ("payment within 30 days").
+    acts: frozenset[str] = frozenset()
 
     def __bool__(self) -> bool:
         return bool(
@@ -171,10 +179,11 @@ def pinned(question: str) -> Pinned:
             names.extend(p.casefold() for p in word.split("-") if len(p) > 1 or p.isdigit())
     words = frozenset(stem for _, stem in content_words(figures.normalize_figures(question).text))
     weeks = tuple(dict.fromkeys(int(m.group(1)) for m in _WEEK.finditer(question)))
+    polar = _polar(question)
     return Pinned(codes, tuple(dict.fromkeys(names)), tuple(dict.fromkeys(months)), asks(question), words,
-                  _polar(question), tuple(dict.fromkeys(quarters)), _quarterly(question) if quarters else (), weeks,
+                  polar, tuple(dict.fromkeys(quarters)), _quarterly(question) if quarters else (), weeks,
                   versions(question), identifies(question), speakers(question), kinds(question),
-                  which_kind(question))
+                  which_kind(question), amount_of(question), acts(question) if polar else frozenset())
 
 
 # A version of a document the mail must name for the question to be about it; "new" and
@@ -264,6 +273,55 @@ def which_kind(question: str) -> tuple[str, ...]:
     return (m.group(1).casefold()[:KIND_PREFIX],)
 
 
+# "How much VAT ...": the word after "how much", unless it goes on with a verb.
+_HOW_MUCH = re.compile(r"\bhow much ([^\W\d_][\w-]*)", re.I)
+_NOT_AMOUNTS_OF = frozenset(
+    "do does did is was are were will would should can could have has had money more of in for".split()
+)
+# A figure a part of the total is included in, added to or left out of: "EUR 2,340.50
+# including VAT" is the total, not the VAT; "EUR 4,870.00 including 19% VAT" neither.
+_PART_OF = r"(?:including|incl\.?|inclusive of|inc\.|plus|excluding|excl\.?|exclusive of|net of|before|after|without)"
+
+
+def amount_of(question: str) -> tuple[str, ...]:
+    """What a "how much ..." question asks the amount of ("How much VAT ...": vat)."""
+    m = _HOW_MUCH.search(question)
+    if m is None or m.group(1).casefold() in _NOT_AMOUNTS_OF:
+        return ()
+    return (m.group(1).casefold(),)
+
+
+def _part_of_spans(norm_text: str, of: tuple[str, ...]) -> list[tuple[int, int]]:
+    """Spans of "including / plus / excluding [the] [19%] <of>" in normalised text."""
+    if not of:
+        return []
+    nouns = "|".join(re.escape(noun) for noun in of)
+    pattern = re.compile(rf"\b{_PART_OF}\s+(?:the\s+)?(?:\d+(?:[.,]\d+)?\s?%\s+)?(?:{nouns})\b")
+    return [m.span() for m in pattern.finditer(norm_text)]
+
+
+def _qualified(norm_text: str, figure: figures.Figure, spans: list[tuple[int, int]]) -> bool:
+    """Whether ``figure`` is a total a part is included in or left out of (it stands just
+    before such a phrase), or the rate inside one."""
+    return any(
+        start <= figure.start < end or (figure.end <= start and not norm_text[figure.end:start].strip(" ("))
+        for start, end in spans
+    )
+
+
+# Where a question's main clause ends: a subordinate clause, another question, a list.
+_MAIN_CLAUSE_ENDS = re.compile(
+    r"[,;:?]|\b(?:after|before|when|while|since|because|if|once|until|so that|and (?:are|is|do|did|when|what|how))\b",
+    re.I,
+)
+
+
+def acts(question: str) -> frozenset[str]:
+    """The stems of the question's main clause (see :attr:`Pinned.acts`)."""
+    main = _MAIN_CLAUSE_ENDS.split(question, maxsplit=1)[0]
+    return frozenset(stem for _, stem in content_words(figures.normalize_figures(main).text))
+
+
 def week_names(week: int) -> tuple[str, ...]:
     """How a message names a numbered week: "week 15", "KW 15", "wk 15", "CW 15"."""
     return tuple(f"{word} {week}" for word in ("week", "kw", "wk", "cw"))
@@ -282,12 +340,19 @@ def _polar(question: str) -> bool:
     return _REQUEST.match(question) is None or _WHETHER.search(question) is not None
 
 
-def gives(kind: str, sentence: str, scanned: Scanned | None = None, months: tuple[str, ...] = ()) -> bool:
+def gives(
+    kind: str, sentence: str, scanned: Scanned | None = None, months: tuple[str, ...] = (), of: tuple[str, ...] = ()
+) -> bool:
     """Whether ``sentence`` holds a figure of the ``kind`` a question asks for.
     ``scanned``: its normalised text and figures, when the caller has read them.
     ``months``: the question's own months, which name what it asks about and do not say
-    when ("the VAT return for March" does not say when the March VAT is debited)."""
+    when ("the VAT return for March" does not say when the March VAT is debited).
+    ``of``: what an amount is asked of (:func:`amount_of`); a total "including" it does
+    not give it."""
     norm_text, found = scanned or _scan(sentence)
+    if kind == AMOUNT and of:
+        spans = _part_of_spans(norm_text, of)
+        found = [f for f in found if not _qualified(norm_text, f, spans)]
     keys = [key for f in found for p in (f, *f.parts) for key in p.lookups]
     if kind == IDENTIFIER:
         # An amount is no identifier: "the number of the credit note" is not EUR 1,260.

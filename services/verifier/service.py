@@ -80,7 +80,14 @@ from services.verifier.question import AMOUNT, WHEN, Pinned, gives, gives_contac
 from services.verifier.quotes import extract_quotes
 from services.verifier.sources import Sources
 from services.verifier.splitter import split_sentences
-from services.verifier.support import CONTACT_WORDS, PRICE_WORDS, WHEN_WORDS, blank_figures, content_words
+from services.verifier.support import (
+    CONTACT_WORDS,
+    PRICE_WORDS,
+    WHEN_WORDS,
+    blank_figures,
+    content_words,
+    done_form,
+)
 from services.verifier.support import unsupported_words as unsupported_words  # for calibration
 from services.verifier.topic import MAX_OFFENDING_WORDS, off_question, off_topic
 from shared.messages import (
@@ -254,6 +261,22 @@ def _check(
         if (negated and missing) or (claim and len(missing) / len(claim) > unsupported_threshold):
             return removed("unsupported_claim", " ".join(missing[:MAX_OFFENDING_WORDS]))
 
+    # A "yes" that says the asked act happened ("Yes, we paid Fabrikam") cannot stand on
+    # a message that names the act only as something to do ("Payment within 30 days,
+    # please"): where the cited mail names it, it must say it in the past. Mail that does
+    # not name it at all is paraphrase, which the count above judges ("took our offer"
+    # for "that works for us"). Only the question's main clause is its act: "after we
+    # sent the photos" is the question's premise, not what the answer must show.
+    if question.acts and not negated:
+        for word, word_stem in content:
+            if (
+                word_stem in question.acts
+                and done_form(word.casefold())
+                and word_stem in found
+                and not any(source.says_done(word_stem) for source in cited_sources)
+            ):
+                return removed("unsupported_claim", word)
+
     # An answer to a question that is not yes/no says something of its own. A sentence
     # with no figure, no quote and no word a cited message states beyond the question's
     # ("We agreed with Contoso about the damaged pallet.", a sender's name alone)
@@ -322,7 +345,9 @@ def verify(
             for s in kept_by_unit[unit]:
                 verdict.kept.remove(s)
                 verdict.removed.append(RemovedSentence(text=s.text, reason="answer_removed"))
-    if pins.asks and verdict.kept and not any(gives(pins.asks, s.text, months=pins.months) for s in verdict.kept):
+    if pins.asks and verdict.kept and not any(
+        gives(pins.asks, s.text, months=pins.months, of=pins.amount_of) for s in verdict.kept
+    ):
         # Each sentence may be true, but none gives what was asked ("how much" answered
         # without an amount): together they do not answer.
         verdict.removed.extend(

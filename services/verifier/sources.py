@@ -20,7 +20,7 @@ from itertools import islice
 from services.verifier import amounts, figures
 from services.verifier.normalize import Normalized, find_phrase, normalize, normalize_with_map
 from services.verifier.question import MONTHS
-from services.verifier.support import cached_stem
+from services.verifier.support import cached_stem, done_form
 from shared.messages import EvidenceMessage, Excerpt
 from shared.passages import own_text
 from shared.steering import blanked
@@ -171,6 +171,13 @@ class Source:
         return any(
             _has_whole_word(part.norm.text, word) or has_stem(part.norm.text, word_stem)
             for part in (self._own, *self.parts[1:])
+        )
+
+    def says_done(self, word_stem: str) -> bool:
+        """Whether a part says the act of ``word_stem`` happened: a past form of a word
+        with that stem ("paid", "accepted"), not only its noun or a request ("payment")."""
+        return any(
+            done_form(token) and cached_stem(token) == word_stem for part in self.parts for token in part.tokens
         )
 
     def mentions(self, code: str) -> bool:

@@ -222,6 +222,46 @@ def test_an_answer_without_the_kind_of_figure_asked_for_is_removed_whole() -> No
     assert {(r.reason, r.offending) for r in verdict.removed} == {("asked_figure_missing", AMOUNT)}
 
 
+@pytest.mark.parametrize(
+    "question,of",
+    [
+        ("How much VAT do we owe for March?", ("vat",)),
+        ("how much deposit did the landlord keep?", ("deposit",)),
+        ("How much did we pay Fabrikam?", ()),
+        ("How much is the courtesy car?", ()),
+        ("What is the amount of the invoice?", ()),
+    ],
+)
+def test_amount_of_is_the_word_after_how_much(question: str, of: tuple[str, ...]) -> None:
+    assert pinned(question).amount_of == of
+
+
+@pytest.mark.parametrize(
+    "sentence,expected",
+    [
+        ("We owe EUR 2,340.50 including VAT.", False),
+        ("The total is EUR 4,870.00 including 19% VAT.", False),
+        ("It comes to EUR 389.90 (incl. VAT).", False),
+        ("EUR 3,000.00 plus VAT.", False),
+        ("The VAT payable for March is EUR 18,240.17.", True),
+        ("VAT 19%: EUR 777.56, total EUR 4,870.00 including VAT.", True),
+    ],
+)
+def test_a_total_including_what_is_asked_does_not_give_its_amount(sentence: str, expected: bool) -> None:
+    """"How much VAT": a total that includes the VAT is not the VAT."""
+    assert gives(AMOUNT, sentence, of=("vat",)) is expected
+    assert gives(AMOUNT, sentence)  # asked "how much" of nothing, any amount gives one
+
+
+def test_how_much_vat_answered_with_a_total_is_removed() -> None:
+    estimate = message("m000000000e01", "Estimated total: EUR 2,340.50 including VAT. The repair takes four days.",
+                       sender="Autohaus Berger <service@autohaus-berger.example>", subject="Estimate Golf")
+    verdict = _verify("How much VAT do we owe?", ("We owe EUR 2,340.50 including VAT.", estimate.message_id),
+                      extra=[estimate])
+    assert not verdict.kept
+    assert [(r.reason, r.offending) for r in verdict.removed] == [("asked_figure_missing", AMOUNT)]
+
+
 def test_one_sentence_with_the_asked_figure_keeps_the_others() -> None:
     verdict = _verify(
         "How much did the insurer pay for the Golf?",
@@ -634,3 +674,50 @@ def test_a_which_answer_names_the_kind_or_gives_its_identifier() -> None:
                   ("The invoice is for container MSKU 448120.", invoice.message_id), extra=[invoice])
     assert [(r.reason, r.offending) for r in insurer.removed] == [("off_question", "gara")]
     assert [s.text for s in box.kept] == ["The invoice is for container MSKU 448120."]
+
+
+# ------------------------------------------------------- a "yes" says the act happened
+
+
+def test_acts_are_the_stems_of_a_yes_no_questions_main_clause() -> None:
+    assert pinned("Did the insurer accept the Golf claim after we sent the photos?").acts == {
+        "insur", "accept", "golf", "claim",
+    }
+    assert pinned("When did we pay Fabrikam?").acts == frozenset()  # not a yes/no question
+
+
+_INVOICE = message("m000000000f01", "Our invoice FP-3391 for 5,000 brochures comes to EUR 1,250.00. Payment within 30 days, please.",
+                   sender="Sven Olsen <sven@fabrikam.example>", subject="Invoice FP-3391 - brochures")
+_PAID = message("m000000000f02", "We paid the Fabrikam invoice FP-3391 for the brochures today.",
+                sender="Bob Keller <bob@acme.example>", subject="Re: Invoice FP-3391 - brochures")
+
+
+def test_a_yes_from_a_request_for_the_act_is_removed() -> None:
+    verdict = _verify("Have we paid Fabrikam for the brochures yet?",
+                      ("Yes, we paid Fabrikam for the brochures.", _INVOICE.message_id), extra=[_INVOICE, _PAID])
+    assert [(r.reason, r.offending) for r in verdict.removed] == [("unsupported_claim", "paid")]
+
+
+def test_a_yes_from_a_message_that_says_the_act_happened_is_kept() -> None:
+    verdict = _verify("Have we paid Fabrikam for the brochures yet?",
+                      ("Yes, we paid Fabrikam for the brochures.", _PAID.message_id), extra=[_INVOICE, _PAID])
+    assert [s.text for s in verdict.kept] == ["Yes, we paid Fabrikam for the brochures."]
+
+
+def test_the_premise_of_a_yes_no_question_need_not_be_said_done() -> None:
+    """"After we sent the photos" is what the asker says happened, not what is asked."""
+    decision = message("m000000000f03",
+                       "Thank you for sending the photos. As your insurer we are pleased to tell you that the claim is accepted.",
+                       sender="Northwind Claims <claims@northwind.example>", subject="Claim decision")
+    verdict = _verify("Did the insurer accept the claim after we sent the photos?",
+                      ("Yes, after we sent the photos the insurer accepted the claim.", decision.message_id),
+                      extra=[decision])
+    assert [s.text for s in verdict.kept] == ["Yes, after we sent the photos the insurer accepted the claim."]
+
+
+def test_a_yes_in_other_words_than_the_mail_is_left_to_the_count() -> None:
+    """The mail never names the act ("that works for us"): paraphrase, not a request."""
+    reply = message("m000000000f04", "Ms Martin, that works for us. Please send the contract; we'd like to start on 4 June.",
+                    sender="Art Vandelay <art@vandelay.example>", subject="Re: Quote for Vandelay: weekly pallets")
+    verdict = _verify("Did Vandelay take our offer?", ("Yes, Vandelay took our offer.", reply.message_id), extra=[reply])
+    assert [s.text for s in verdict.kept] == ["Yes, Vandelay took our offer."]
