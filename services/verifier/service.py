@@ -75,7 +75,7 @@ from collections.abc import Mapping
 
 from services.verifier.amounts import as_amount
 from services.verifier.citations import parse_structured, strip_markers
-from services.verifier.figures import normalize_figures, sentence_figures
+from services.verifier.figures import Figure, normalize_figures, sentence_figures
 from services.verifier.question import AMOUNT, WHEN, Pinned, gives, gives_contact, pinned
 from services.verifier.quotes import extract_quotes
 from services.verifier.sources import Sources
@@ -223,6 +223,10 @@ def _check(
         word_stem for word, word_stem in content
         if word in in_quotes or any(source.has_word(word, word_stem) for source in cited_sources)
     }
+    spelled = [(f, clean[slice(*norm.source_span(f.start, f.end))]) for f in figures]
+    superseded = _superseded(sources, cited, spelled, content, found, question.words)
+    if superseded is not None:
+        return removed("superseded", superseded)
     # A word of its own that a source states: a name that is only a cited message's
     # sender or signature ("Priya Nair presents first", cited to Priya's mail about the
     # review's date) adds nothing the message says.
@@ -297,6 +301,31 @@ def _check(
             citation = Citation(message_id=message_id, excerpt=excerpt)
         citations.append(citation)
     return AnswerSentence(text=clean, citations=citations)
+
+
+def _superseded(
+    sources: Sources,
+    cited: list[str],
+    figures: list[tuple[Figure, str]],
+    content: list[tuple[str, str]],
+    found: set[str],
+    question_words: frozenset[str],
+) -> str | None:
+    """What a sentence standing only on messages their senders corrected says that the
+    corrections do not (the old link, the old venue), or None."""
+    newer = {sources.correction_of(message_id) for message_id in cited}
+    if None in newer or newer & set(cited):
+        return None
+    corrections = [sources[message_id] for message_id in newer if message_id is not None]
+    for figure, spelled in figures:
+        if not any(source.has_figure(figure) for source in corrections):
+            return spelled
+    for word, word_stem in content:
+        if word_stem in found and word_stem not in question_words and not any(
+            source.has_word(word, word_stem) for source in corrections
+        ):
+            return word
+    return None
 
 
 def verify(

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from itertools import islice
 
 from services.verifier import amounts, figures
+from services.verifier.corrections import corrected_by
 from services.verifier.normalize import Normalized, find_phrase, normalize, normalize_with_map
 from services.verifier.question import MONTHS
 from services.verifier.support import cached_stem, done_form
@@ -317,6 +318,7 @@ class Sources:
     def __init__(self, evidence: Mapping[str, EvidenceMessage]) -> None:
         self._evidence = evidence
         self._ready: dict[str, Source] = {}
+        self._corrections: dict[str, str] | None = None
 
     def __contains__(self, message_id: str) -> bool:
         return message_id in self._evidence
@@ -326,6 +328,13 @@ class Sources:
         if source is None:
             source = self._ready[message_id] = Source.of(self._evidence[message_id])
         return source
+
+    def correction_of(self, message_id: str) -> str | None:
+        """The evidence message that corrects ``message_id``, if its sender sent one
+        (see :mod:`services.verifier.corrections`)."""
+        if self._corrections is None:
+            self._corrections = corrected_by(self._evidence)
+        return self._corrections.get(message_id)
 
     def threads_of(self, message_ids: list[str]) -> list[Source]:
         """The cited messages, then the other evidence messages of their threads.
