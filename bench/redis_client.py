@@ -35,8 +35,9 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-async def _redis_py(port: int, n: int) -> float:
-    client = redis.Redis(host="127.0.0.1", port=port)
+async def _redis_py(port: int, n: int, single: bool = False) -> float:
+    # single: one connection held by the client, no pool to take it from and give back
+    client = redis.Redis(host="127.0.0.1", port=port, single_connection_client=single)
     await client.set("k", VALUE)
     started = time.process_time()
     for _ in range(n):
@@ -79,14 +80,16 @@ def main() -> None:
                 if time.monotonic() > deadline:
                     raise
                 time.sleep(0.05)
-        samples: dict[str, list[float]] = {"redis-py": [], "by hand": []}
+        samples: dict[str, list[float]] = {"redis-py": [], "redis-py, one connection": [], "by hand": []}
         for _ in range(args.rounds):  # in turns: the machine's speed drifts
             samples["redis-py"].append(uvloop.run(_redis_py(port, args.commands)))
+            samples["redis-py, one connection"].append(uvloop.run(_redis_py(port, args.commands, single=True)))
             samples["by hand"].append(uvloop.run(_by_hand(port, args.commands)))
     finally:
         server.terminate()
         server.wait()
     client, floor = statistics.median(samples["redis-py"]), statistics.median(samples["by hand"])
+    single = statistics.median(samples["redis-py, one connection"])
     rows = [
         {"client": name, "CPU us a command, median": round(statistics.median(v), 1),
          "rounds": " / ".join(f"{x:.1f}" for x in v)}
@@ -98,6 +101,7 @@ def main() -> None:
     print(f"redis-py / by hand: {client / floor:.2f}; over {COMMANDS_PER_RUN} commands a run: {per_run:.1f} ms of CPU")
     emit_json({
         "bench": "redis_client", "redis_py_us": round(client, 1), "by_hand_us": round(floor, 1),
+        "redis_py_one_connection_us": round(single, 1),
         "ratio": round(client / floor, 2), "extra_ms_per_run": round(per_run, 1),
     })
 
