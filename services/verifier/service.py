@@ -76,6 +76,7 @@ from collections.abc import Mapping
 from services.verifier.amounts import as_amount
 from services.verifier.citations import parse_structured, strip_markers
 from services.verifier.figures import Figure, normalize_figures, sentence_figures
+from services.verifier.normalize import Normalized
 from services.verifier.question import AMOUNT, WHEN, Pinned, gives, gives_contact, pinned
 from services.verifier.quotes import extract_quotes
 from services.verifier.sources import Sources
@@ -209,10 +210,10 @@ def _check(
     figures = [as_amount(f, norm.text) for f in scanned[1]]
     for figure in figures:
         if not any(sources[message_id].has_figure(figure) for message_id in cited):
-            start, end = norm.source_span(figure.start, figure.end)
-            if clean[start:end].casefold() in question.quarters:
+            spelled = _spelled(clean, norm, figure)
+            if spelled.casefold() in question.quarters:
                 continue  # the question's quarter, which its thread names (off_question)
-            return removed("figure_not_found", clean[start:end])
+            return removed("figure_not_found", spelled)
 
     content = content_words(blank_figures(norm.text, figures))
     cited_sources = [sources[message_id] for message_id in cited]
@@ -223,8 +224,7 @@ def _check(
         word_stem for word, word_stem in content
         if word in in_quotes or any(source.has_word(word, word_stem) for source in cited_sources)
     }
-    spelled = [(f, clean[slice(*norm.source_span(f.start, f.end))]) for f in figures]
-    superseded = _superseded(sources, cited, spelled, content, found, question.words)
+    superseded = _superseded(sources, cited, clean, norm, figures, content, found, question.words)
     if superseded is not None:
         return removed("superseded", superseded)
     # A word of its own that a source states: a name that is only a cited message's
@@ -303,10 +303,18 @@ def _check(
     return AnswerSentence(text=clean, citations=citations)
 
 
+def _spelled(clean: str, norm: Normalized, figure: Figure) -> str:
+    """The figure as the sentence writes it."""
+    start, end = norm.source_span(figure.start, figure.end)
+    return clean[start:end]
+
+
 def _superseded(
     sources: Sources,
     cited: list[str],
-    figures: list[tuple[Figure, str]],
+    clean: str,
+    norm: Normalized,
+    figures: list[Figure],
     content: list[tuple[str, str]],
     found: set[str],
     question_words: frozenset[str],
@@ -317,9 +325,9 @@ def _superseded(
     if None in newer or newer & set(cited):
         return None
     corrections = [sources[message_id] for message_id in newer if message_id is not None]
-    for figure, spelled in figures:
+    for figure in figures:
         if not any(source.has_figure(figure) for source in corrections):
-            return spelled
+            return _spelled(clean, norm, figure)
     for word, word_stem in content:
         if word_stem in found and word_stem not in question_words and not any(
             source.has_word(word, word_stem) for source in corrections
