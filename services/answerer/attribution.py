@@ -21,6 +21,7 @@ import re
 import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import date
 
 from shared.messages import EvidenceMessage
 from shared.passages import own_text, sender_name, stems
@@ -38,10 +39,57 @@ QUOTE_WEIGHT = 10  # a phrase quoted word for word points at the message that ho
 _FIGURE = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+|https?://\S+|\b[\w/-]*\d[\w/.,:-]*\b")
 
 
+# English and German month names and their abbreviations ("1. April", "3 Mar.").
+_MONTH_NUMBER = {
+    name: n
+    for n, names in enumerate(
+        (
+            "january jan januar", "february feb februar", "march mar märz", "april apr", "may mai",
+            "june jun juni", "july jul juli", "august aug", "september sep sept",
+            "october oct oktober okt", "november nov", "december dec dezember dez",
+        ),
+        1,
+    )
+    for name in names.split()
+}
+_MONTH = rf"({'|'.join(sorted(_MONTH_NUMBER, key=len, reverse=True))})\b\.?"
+_DAY = r"(\d{1,2})(?:st|nd|rd|th|\.)?"
+# "19 April 2024", "April 19, 2024", "2024-04-19": the date is one figure. Read as two
+# numbers, "until 19 April 2024" shares both with "19 March 2024" and only one with the
+# message that says "from 8 to 19 April" (its year is its date's).
+_DATES = (
+    (re.compile(rf"\b{_DAY}\s+(?:of\s+)?{_MONTH}(?:,?\s+(\d{{4}}))?\b", re.I), (1, 2, 3)),
+    (re.compile(rf"\b{_MONTH}\s+{_DAY}\b(?:,?\s+(\d{{4}})\b)?", re.I), (2, 1, 3)),
+    (re.compile(r"\b(\d{4})-(\d{2})-(\d{2})\b"), (3, 2, 1)),
+)
+
+
+def _dates(text: str) -> tuple[set[str], str]:
+    """The dates ``text`` names, as "date:MM-DD" and "YYYY" keys, and the text without
+    them."""
+    keys: set[str] = set()
+
+    def key(m: re.Match[str], order: tuple[int, int, int]) -> str:
+        day, month, year = (m.group(i) for i in order)
+        number = int(month) if month.isdigit() else _MONTH_NUMBER[month.casefold()]
+        try:
+            date(2024, number, int(day))  # a leap year: 29 February is a date
+        except ValueError:
+            return m.group(0)
+        keys.add(f"date:{number:02d}-{int(day):02d}")
+        keys.update([year] if year else [])
+        return " "
+
+    for pattern, order in _DATES:
+        text = pattern.sub(lambda m, order=order: key(m, order), text)
+    return keys, text
+
+
 def figures(text: str) -> set[str]:
     """Tokens carrying a digit (amounts, dates, times, codes), addresses and links, in a
-    form where "2,115.50" and "2115.50" meet."""
-    out = set()
+    form where "2,115.50" and "2115.50" meet; a date is one figure ("date:04-19") and
+    its year another."""
+    out, text = _dates(text)
     for token in _FIGURE.findall(text):
         t = token.casefold().rstrip(".,:;)")
         t = re.sub(r"(?<=\d)[,\u202f ](?=\d{3}\b)", "", t)
@@ -80,7 +128,7 @@ def _source(m: EvidenceMessage) -> _Source:
     # The date as the passage header shows it: "when did we send the photos?" is
     # answered by the date of the message that sent them (the verifier counts a
     # message's own date as support too).
-    sent = m.date.strftime("%Y-%m-%d") if m.date else ""
+    sent = m.date.strftime("%Y-%m-%d %Y") if m.date else ""
     return _message_source(m.message_id, (sent, m.subject, m.sender, m.body, *(a.text for a in m.attachments)))
 
 

@@ -42,11 +42,21 @@ def test_a_shared_figure_outweighs_shared_words():
         ("see https://example.com/x.", {"https://example.com/x"}),
         ("claim CLM-2024-55817, plate M-AC 4821", {"clm-2024-55817", "4821"}),
         ("no figures here", set()),
-        ("on April 9th, 2nd run", {"9", "2"}),
+        ("on April 9th, 2nd run", {"date:04-09", "2"}),
+        ("until 19 April 2024", {"date:04-19", "2024"}),
+        ("ab dem 1. April, seit 2024-03-28", {"date:04-01", "date:03-28", "2024"}),
+        ("March 5, 2024 at 10:00", {"date:03-05", "2024", "10:00"}),
+        ("31 Feb is no date", {"31"}),
     ],
 )
 def test_figures_meet_however_they_are_written(text, expected):
     assert figures(text) == expected
+
+
+def test_a_date_goes_to_the_message_that_names_that_day_not_one_sharing_its_numbers():
+    notes = msg("notes", "Ops meeting 19 March 2024. The claims desk gets photos within 24 hours.")
+    rota = msg("rota", "While I am on holiday from 8 to 19 April, Alice looks after the claims desk.")
+    assert attribute("Until 19 April 2024, Alice looks after the claims desk.", [notes, rota]) == ["rota"]
 
 
 def test_the_models_choice_wins_a_tie():
