@@ -88,6 +88,7 @@ from services.verifier.support import (
     blank_figures,
     content_words,
     done_form,
+    in_english,
 )
 from services.verifier.support import unsupported_words as unsupported_words  # for calibration
 from services.verifier.topic import MAX_OFFENDING_WORDS, off_question, off_topic
@@ -260,7 +261,12 @@ def _check(
             claim = [(w, st) for w, st in claim if st not in PRICE_WORDS]
     # The length that makes a sentence worth counting is the whole sentence's: "The Golf
     # claim was REJECTED" restates two words and claims one, which must then be found.
-    if len(content) >= MIN_CONTENT_WORDS or (negated and content):
+    # A sentence that translates its sources ("at the office at 12 Rue de Gerland" for
+    # "dans nos bureaux au 12 rue de Gerland") shares their names and figures, not their
+    # words: when every cited message is in another language, the figures found above
+    # are its claim. A denial, or a sentence without a figure, is counted as usual.
+    translated = bool(figures) and not negated and in_english(clean) and not any(source.english for source in cited_sources)
+    if not translated and (len(content) >= MIN_CONTENT_WORDS or (negated and content)):
         missing = [word for word, word_stem in claim if word_stem not in found]
         if (negated and missing) or (claim and len(missing) / len(claim) > unsupported_threshold):
             return removed("unsupported_claim", " ".join(missing[:MAX_OFFENDING_WORDS]))

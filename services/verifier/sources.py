@@ -21,7 +21,7 @@ from services.verifier import amounts, figures
 from services.verifier.corrections import corrected_by
 from services.verifier.normalize import Normalized, find_phrase, normalize, normalize_with_map
 from services.verifier.question import MONTHS
-from services.verifier.support import cached_stem, done_form
+from services.verifier.support import cached_stem, done_form, in_english
 from shared.messages import EvidenceMessage, Excerpt
 from shared.passages import own_text
 from shared.steering import blanked
@@ -116,6 +116,7 @@ class Source:
     _sender: str | None = None
     _words: dict[str, bool] = field(default_factory=dict)
     _own: Part | None = None
+    _english: bool | None = None
 
     def has_figure(self, figure: figures.Figure) -> bool:
         """Whether the message's parts, sender or date support ``figure``.
@@ -173,6 +174,13 @@ class Source:
             _has_whole_word(part.norm.text, word) or has_stem(part.norm.text, word_stem)
             for part in (self._own, *self.parts[1:])
         )
+
+    @property
+    def english(self) -> bool:
+        """Whether the message's own words read as English (see :func:`in_english`)."""
+        if self._english is None:
+            self._english = in_english(own_text(self.message.body) or self.message.subject)
+        return self._english
 
     def says_done(self, word_stem: str) -> bool:
         """Whether a part says the act of ``word_stem`` happened: a past form of a word

@@ -177,6 +177,18 @@ def stems_of(tokens: Iterable[str]) -> frozenset[str]:
     return frozenset(map(_STEMS.__getitem__, distinct))
 
 
+# English prose is about two words in five from STOPWORDS; German, French or Russian mail
+# holds almost none of them (a stray "in" or "was").
+ENGLISH_STOPWORD_SHARE = 0.15
+
+
+def in_english(text: str) -> bool:
+    """Whether ``text`` reads as English: enough of its words are English stop words.
+    Word overlap judges a paraphrase only between two texts in one language."""
+    words = _LETTERS.findall(text.casefold())
+    return not words or sum(w in STOPWORDS for w in words) / len(words) >= ENGLISH_STOPWORD_SHARE
+
+
 def missing_words(
     words: list[tuple[str, str]], stem_sets: list[frozenset[str]]
 ) -> list[str]:

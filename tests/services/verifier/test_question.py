@@ -721,3 +721,53 @@ def test_a_yes_in_other_words_than_the_mail_is_left_to_the_count() -> None:
                     sender="Art Vandelay <art@vandelay.example>", subject="Re: Quote for Vandelay: weekly pallets")
     verdict = _verify("Did Vandelay take our offer?", ("Yes, Vandelay took our offer.", reply.message_id), extra=[reply])
     assert [s.text for s in verdict.kept] == ["Yes, Vandelay took our offer."]
+
+
+LYON = message(
+    "m737373737373",
+    "Bonjour Alice, je vous confirme notre réunion à Lyon le jeudi 18 avril à 14h00, dans nos bureaux au "
+    "12 rue de Gerland. Cordialement, Camille",
+    subject="Réunion à Lyon",
+)
+
+
+def test_a_translation_of_mail_in_another_language_stands_on_its_figures() -> None:
+    verdict = _verify(
+        "When do I need to be in Lyon, and where exactly?",
+        ("You need to be in Lyon on 18 April at 14:00, at the office located at 12 Rue de Gerland.", LYON.message_id),
+        extra=[LYON],
+    )
+    assert len(verdict.kept) == 1, verdict.removed
+
+
+def test_a_translation_with_a_figure_the_mail_lacks_is_removed() -> None:
+    verdict = _verify(
+        "When do I need to be in Lyon, and where exactly?",
+        ("You need to be in Lyon on 19 April at 14:00, at the office located at 12 Rue de Gerland.", LYON.message_id),
+        extra=[LYON],
+    )
+    assert [r.reason for r in verdict.removed] == ["figure_not_found"]
+
+
+def test_a_denial_citing_mail_in_another_language_is_counted_word_by_word() -> None:
+    verdict = _verify(
+        "When do I need to be in Lyon?",
+        ("The meeting on 18 April at 14:00 is not at the office but held online.", LYON.message_id),
+        extra=[LYON],
+    )
+    assert [r.reason for r in verdict.removed] == ["unsupported_claim"]
+
+
+@pytest.mark.parametrize(
+    "text,english",
+    [
+        ("Please find the invoice for March attached; it is due in 30 days.", True),
+        ("Ab dem 1. April liefern und holen wir nur noch über unser neues Lager ab.", False),
+        ("Je vous confirme notre réunion à Lyon le jeudi 18 avril.", False),
+        ("", True),
+    ],
+)
+def test_english_is_told_by_its_stop_words(text: str, english: bool) -> None:
+    from services.verifier.support import in_english
+
+    assert in_english(text) is english
