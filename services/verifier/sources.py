@@ -29,6 +29,7 @@ from shared.steering import blanked
 _WORD = re.compile(r"\w+")
 # A forwarded message's header line inside a body, not a quoted reply's ("> From: ").
 _FORWARDED_FROM = re.compile(r"^From: (.+)$", re.M)
+_FORWARD_SUBJECT = re.compile(r"^\s*(?:(?:fwd?|wg|tr)\s*:\s*)+", re.I)
 # Passages are about PASSAGE_WORDS words. The best one is sought among windows of WINDOW
 # words starting every STRIDE words, scored by distinct words shared with the sentence:
 # set intersections in C rather than a Python loop over every word of the source.
@@ -344,12 +345,33 @@ class Sources:
             self._corrections = corrected_by(self._evidence)
         return self._corrections.get(message_id)
 
-    def threads_of(self, message_ids: list[str]) -> list[Source]:
-        """The cited messages, then the other evidence messages of their threads.
+    def threads_of(self, message_ids: list[str], forwards: bool = False) -> list[Source]:
+        """The cited messages, then the other evidence messages of their threads, and
+        with ``forwards`` of the threads of messages that forward them.
 
         A reply need not repeat what its thread is about: "accepted" answers the Golf
         claim when the message it replies to is the Golf claim's.
         """
         threads = {self._evidence[m].thread_id for m in message_ids}
+        if forwards:
+            threads |= {m.thread_id for m in self._evidence.values() if self._forwards(m, message_ids)}
         rest = [k for k, m in self._evidence.items() if m.thread_id in threads and k not in message_ids]
         return [self[k] for k in [*message_ids, *rest]]
+
+    def _forwards(self, message: EvidenceMessage, message_ids: list[str]) -> bool:
+        """Whether ``message`` forwards one of ``message_ids``: its subject is theirs
+        after "Fwd:" and the forwarded header names their sender. A forward starts a new
+        thread, yet who is asked there ("Frank, which option do you prefer?", "24
+        months, please") is asked about the forwarded offer."""
+        if not _FORWARD_SUBJECT.match(message.subject):
+            return False
+        subject = _FORWARD_SUBJECT.sub("", message.subject).strip().casefold()
+        senders = [h.casefold() for h in _FORWARDED_FROM.findall(message.body)]
+        for k in message_ids:
+            cited = self._evidence[k]
+            address = cited.sender.rpartition("<")[2].rstrip(">").strip().casefold()
+            if k != message.message_id and cited.subject.strip().casefold() == subject and any(
+                address in h for h in senders
+            ):
+                return True
+        return False

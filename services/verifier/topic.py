@@ -20,7 +20,8 @@ def off_question(question: Pinned, sources: Sources, cited: list[str], sentence:
     """The first thing the question pins down that the sentence's sources never name.
 
     A code or a numbered week must be named by a cited message itself; a name, month or
-    quarter may also be named by another message of a cited thread (see :mod:`.question`).
+    quarter may also be named by another message of a cited thread (see :mod:`.question`),
+    and a name by a message forwarding a cited one, or its thread.
     """
     for code in question.codes:
         if not any(sources[message_id].mentions(code) for message_id in cited):
@@ -38,8 +39,12 @@ def off_question(question: Pinned, sources: Sources, cited: list[str], sentence:
     which = question.which if question.which and not gives(IDENTIFIER, sentence) else ()
     in_thread = question.names or question.months or question.quarters or question.identifies or question.kinds or which
     context = sources.threads_of(cited) if in_thread else []
+    # The people a question names may be those a cited message was forwarded to: the
+    # hosting offer to Carol answers "which renewal did Frank go for" once she forwards
+    # it to him. What the question asks about (a garage, a month) must be in the thread.
+    named = sources.threads_of(cited, forwards=True) if question.names else []
     for name in question.names:
-        if not any(source.names(name) for source in context):
+        if not any(source.names(name) for source in named):
             return name
     for word in question.identifies:
         if not any(source.has_word(word, cached_stem(word)) for source in context):

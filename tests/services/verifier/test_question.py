@@ -771,3 +771,40 @@ def test_english_is_told_by_its_stop_words(text: str, english: bool) -> None:
     from services.verifier.support import in_english
 
     assert in_english(text) is english
+
+
+OFFER = message(
+    "m747474747401", "The renewal for 12 months costs EUR 2,280.00, or EUR 2,040.00 if you sign for 24 months.",
+    subject="Renewal of your hosting contract", sender="Blue Yonder Hosting <contracts@blueyonder.example>",
+).model_copy(update={"thread_id": "th-offer"})
+FORWARD = message(
+    "m747474747402",
+    "Frank, which option do you prefer, 12 or 24 months?\n\n---------- Forwarded message ---------\n"
+    "From: Blue Yonder Hosting <contracts@blueyonder.example>\nSubject: Renewal of your hosting contract",
+    subject="Fwd: Renewal of your hosting contract", sender="Carol Jensen <carol@globex.example>",
+).model_copy(update={"thread_id": "th-forward"})
+FRANK = message(
+    "m747474747403", "24 months, please. Frank", subject="Re: Fwd: Renewal of your hosting contract",
+    sender="Frank Li <frank@globex.example>",
+).model_copy(update={"thread_id": "th-forward"})
+RENEWAL = "Which hosting renewal did Frank go for, and how much is it?"
+
+
+def test_a_name_may_be_that_of_whom_a_cited_message_was_forwarded_to() -> None:
+    verdict = _verify(RENEWAL, ("The 24-month renewal costs EUR 2,040.00.", OFFER.message_id), extra=[OFFER, FORWARD, FRANK])
+    assert len(verdict.kept) == 1, verdict.removed
+
+
+def test_without_the_forward_the_offer_is_about_no_one_the_question_names() -> None:
+    verdict = _verify(RENEWAL, ("The 24-month renewal costs EUR 2,040.00.", OFFER.message_id), extra=[OFFER, FRANK])
+    assert [(r.reason, r.offending) for r in verdict.removed] == [("off_question", "frank")]
+
+
+def test_what_the_question_asks_about_is_not_taken_from_a_forward() -> None:
+    forward = FORWARD.model_copy(update={"body": FORWARD.body.replace("which option", "which garage and which option")})
+    verdict = _verify(
+        "Which garage does Frank prefer for the renewal?",
+        ("The renewal costs EUR 2,040.00 if you sign for two years.", OFFER.message_id),
+        extra=[OFFER, forward, FRANK],
+    )
+    assert [(r.reason, r.offending) for r in verdict.removed] == [("off_question", "gara")]
