@@ -403,10 +403,14 @@ _PLACEHOLDER = re.compile(r"^\W*<[^<>]*>\W*$")
 # prompt: to a reader they are noise, and to the verifier "T1" is a code no source holds.
 _LABEL_LIST = r"[PT]\d{1,2}(?:\s*(?:,|and|&)\s*[PT]\d{1,2})*"
 _LABELS = rf"(?:passages?|threads?)?\s*{_LABEL_LIST}"
+_PLACE = r"\s*:\s*\d+ of \d+(?:, latest found)?"  # a header's "thread T1: 3 of 7"
 _LABEL_REF = re.compile(
-    rf"\s*[(\[]{_LABELS}[)\]]"
+    rf"\s*[(\[]{_LABELS}(?:{_PLACE})?[)\]]"
     rf"|^(?:according to|as stated in|as per|per|in|from)\s+(?:the\s+)?{_LABELS}\s*,\s*"
-    rf"|\s*\b(?:(?:from|in|of|per)\s+)?(?:the\s+)?(?:passages?|threads?)\s+{_LABEL_LIST}\b",
+    rf"|\s*\b(?:(?:from|in|of|per)\s+)?(?:the\s+)?(?:passages?|threads?)\s+{_LABEL_LIST}\b"
+    # A bare list of labels with the header's place in the thread copied after it
+    # ("2024-03-13 Wed, P2, P3, T1: 3 of 7"); "seats P1, P2" alone may be the mail's.
+    rf"|[,;]?\s*\b[PT]\d{{1,2}}(?:\s*,\s*[PT]\d{{1,2}})*{_PLACE}",
     re.I,
 )
 _SPACE_BEFORE_STOP = re.compile(r"\s+(?=[,.;:!?])")

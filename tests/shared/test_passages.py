@@ -259,6 +259,9 @@ def test_a_list_of_refs_gets_the_same_reply_model_on_every_call():
         ("The invoice is EUR 5 (P2, P3).", "The invoice is EUR 5."),
         ("The meeting is in Terminal T1 at 10:00.", "The meeting is in Terminal T1 at 10:00."),  # not a label
         ("The code is T1000.", "The code is T1000."),
+        ("2024-03-13 Wed, P2, P3, T1: 3 of 7", "2024-03-13 Wed"),  # the header's place copied too
+        ("It was sent on 13 March (T1: 2 of 3, latest found).", "It was sent on 13 March."),
+        ("Seats P1, P2 are booked.", "Seats P1, P2 are booked."),  # may be the mail's own
     ],
 )
 def test_the_prompts_labels_are_taken_out_of_a_sentence(written, plain):
