@@ -86,6 +86,7 @@ from services.verifier.support import (
     PRICE_WORDS,
     WHEN_WORDS,
     blank_figures,
+    cached_stem,
     content_words,
     done_form,
     in_english,
@@ -155,6 +156,30 @@ def _content_words(norm_text: str) -> frozenset[str]:
     return frozenset(
         w for w in _WORD.findall(norm_text) if w not in _STOPWORDS and (len(w) > 1 or w.isdigit())
     )
+
+
+# Words of a "how much" / "when" question that ask rather than name what is asked of.
+_ASKING = frozenset(cached_stem(w) for w in "much many long need exactly".split())
+
+
+def _asked_of(question: Pinned, sources: Sources, cited: list[str]) -> str | None:
+    """The words naming what a "when" or "how much" question asks of, when no cited
+    thread holds any of them. The date of Alice's "flying to Hamburg on 23 April" is no
+    time to be at the airport, nor a freight quote's price what the movers charge: a
+    figure is an answer only about what the question asks of. Names and months are
+    checked as such (:func:`off_question`), and what "how much VAT" asks of by the
+    check of the asked figure; mail in another language is judged by its figures alone
+    (see the count of unsupported words)."""
+    if question.asks not in (WHEN, AMOUNT) or question.amount_of:
+        return None
+    named = {cached_stem(n) for n in (*question.names, *question.months)}
+    subject = sorted(question.words - named - _ASKING)
+    if not subject or not any(sources[message_id].english for message_id in cited):
+        return None
+    context = sources.threads_of(cited)
+    if any(source.has_word(w, w) for w in subject for source in context):
+        return None
+    return " ".join(subject[:MAX_OFFENDING_WORDS])
 
 
 def _check(
@@ -240,6 +265,9 @@ def _check(
     topic = off_topic(question, content, sources, cited, own_words)
     if topic is not None:
         return removed("off_question", topic)
+    subject = _asked_of(question, sources, cited) if figures else None
+    if subject is not None:
+        return removed("off_question", subject)
     # A bare "No," before an answer to a question that is not yes/no ("No, the dentist's
     # appointment is on Monday, 29 April" for "when is my dentist appointment?") denies
     # nothing: the small model's habit, not a claim.

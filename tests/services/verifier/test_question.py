@@ -808,3 +808,26 @@ def test_what_the_question_asks_about_is_not_taken_from_a_forward() -> None:
         extra=[OFFER, forward, FRANK],
     )
     assert [(r.reason, r.offending) for r in verdict.removed] == [("off_question", "gara")]
+
+
+def test_a_date_of_something_the_question_does_not_ask_of_is_off_question() -> None:
+    trip = message("m757575757501", "I'm flying to Hamburg on 23 April for the port operator meeting.", subject="Hamburg")
+    verdict = _verify("When do I need to be at the airport for the Hamburg trip?",
+                      ("I'm flying to Hamburg on 23 April.", trip.message_id), extra=[trip])
+    assert [(r.reason, r.offending) for r in verdict.removed] == [("off_question", "airport trip")]
+
+
+def test_a_date_of_what_the_question_asks_of_is_kept() -> None:
+    check_in = message("m757575757502", "Please be at the airport by 07:10 on 23 April; boarding closes at 07:40.",
+                       subject="Your flight to Hamburg")
+    verdict = _verify("When do I need to be at the airport for the Hamburg trip?",
+                      ("Be at the airport by 07:10 on 23 April.", check_in.message_id), extra=[check_in])
+    assert len(verdict.kept) == 1, verdict.removed
+
+
+def test_a_price_in_mail_in_another_language_is_not_asked_to_share_the_questions_words() -> None:
+    quote = message("m757575757503", "Стоимость перевозки контейнера: 2 450 евро, срок оплаты 30 дней.",
+                    subject="Предложение", sender="Baltic Freight <offer@baltic-freight.example>")
+    verdict = _verify("How much is Baltic Freight charging for the container transport?",
+                      ("Baltic Freight charges 2 450 euros.", quote.message_id), extra=[quote])
+    assert len(verdict.kept) == 1, verdict.removed
