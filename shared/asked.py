@@ -120,7 +120,8 @@ def _without_when(low: str) -> str:
     return _DATE_SHAPE.sub(" ", _TIME_SHAPE.sub(" ", low))
 
 
-def _gives(kind: str, answer: str, question: str) -> bool:
+def gives(kind: str, answer: str, question: str = "") -> bool:
+    """Whether ``answer`` shows a fact of ``kind`` (by its shape: a time, an IBAN, ...)."""
     low = answer.casefold()
     if kind == TIME:
         return bool(_TIME_SHAPE.search(low))
@@ -152,7 +153,7 @@ def missing(question: str, answer: list[str]) -> list[str]:
     out: list[str] = []
     for _, kinds in parts(question):
         for kind, _pattern in _ASKS:
-            if kind in kinds and kind not in out and not _gives(kind, text, question):
+            if kind in kinds and kind not in out and not gives(kind, text, question):
                 out.append(kind)
     return out
 

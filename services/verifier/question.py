@@ -40,8 +40,12 @@ _NOT_NAMES = frozenset(
 # What the question's first clause asks for, by the figure kinds that can give it
 # (see figures.py's keys): an amount or count, a date or time, an identifier, a link.
 AMOUNT, WHEN, IDENTIFIER, LINK = "an amount", "a date or time", "a number or code", "a link"
+# Which account to pay into: an IBAN or an account number, not any code ("Accounts
+# payable, invoice INV-2024-0173" names no account). Told by shape, as the answerer does.
+ACCOUNT = "an account number"
 _ASKS = (
     (LINK, re.compile(r"\b(link|url|web ?address)\b")),
+    (ACCOUNT, re.compile(r"\b(?:(?:which|what) (?:bank )?account|account number|iban|bank (?:details|account))\b")),
     (IDENTIFIER, re.compile(
         r"\b(what|which)(?:'s| is| was| are)? (?:the |our |my |their )?"
         r"(?:[\w-]+ ){0,3}(number|code|reference|iban|tag|phone)\b"
@@ -353,6 +357,8 @@ def gives(
     if kind == AMOUNT and of:
         spans = _part_of_spans(norm_text, of)
         found = [f for f in found if not _qualified(norm_text, f, spans)]
+    if kind == ACCOUNT:
+        return asked.gives(asked.ACCOUNT, sentence)
     keys = [key for f in found for p in (f, *f.parts) for key in p.lookups]
     if kind == IDENTIFIER:
         # An amount is no identifier: "the number of the credit note" is not EUR 1,260.

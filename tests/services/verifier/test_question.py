@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from services.verifier.question import AMOUNT, IDENTIFIER, LINK, WHEN, asks, gives, pinned
+from services.verifier.question import ACCOUNT, AMOUNT, IDENTIFIER, LINK, WHEN, asks, gives, pinned
 from services.verifier.service import verify
 from shared.messages import Draft, DraftSentence, EvidenceMessage
 from tests.services.verifier.factory import M1, M2, M5, M6, evidence, message
@@ -62,11 +62,11 @@ def test_codes_are_pinned_as_codes_not_names() -> None:
         ("What was the damaged stock in hall B worth?", AMOUNT),
         ("What are we paying the new dispatcher?", AMOUNT),
         ("What do they charge for a pallet?", AMOUNT),
-        ("Which account do we pay the chairs invoice into?", None),
+        ("Which account do we pay the chairs invoice into?", ACCOUNT),  # not "what do we pay"
         ("When is the board meeting?", WHEN),
         ("Parcelly says it is delayed - when is it supposed to arrive?", WHEN),
         ("What's the number of the credit note we sent Contoso?", IDENTIFIER),
-        ("What IBAN should we pay Fabrikam to?", IDENTIFIER),
+        ("What IBAN should we pay Fabrikam to?", ACCOUNT),
         ("Send me the link to the May invoice.", LINK),
         ("Who presents first at the quarterly review?", None),
         ("Which garage replaced the windscreen and what did we pay?", None),
@@ -831,3 +831,18 @@ def test_a_price_in_mail_in_another_language_is_not_asked_to_share_the_questions
     verdict = _verify("How much is Baltic Freight charging for the container transport?",
                       ("Baltic Freight charges 2 450 euros.", quote.message_id), extra=[quote])
     assert len(verdict.kept) == 1, verdict.removed
+
+
+@pytest.mark.parametrize(
+    "sentence,kept",
+    [
+        ("Pay the chairs invoice into DE12 7002 0270 0015 8842 19.", True),
+        ("Acme Logistics GmbH, Accounts payable, invoice INV-2024-0173.", False),  # a code, no account
+    ],
+)
+def test_which_account_to_pay_into_is_answered_by_an_account_number(sentence: str, kept: bool) -> None:
+    invoice = message("m767676767601", "Invoice INV-2024-0173 for 12 chairs. Bill to: Acme Logistics GmbH, Accounts "
+                      "payable. Please pay into IBAN DE12 7002 0270 0015 8842 19.", subject="Invoice INV-2024-0173")
+    verdict = _verify("Which account do we pay the chairs invoice into?", (sentence, invoice.message_id), extra=[invoice])
+    assert bool(verdict.kept) is kept, verdict.removed
+    assert kept or [(r.reason, r.offending) for r in verdict.removed] == [("asked_figure_missing", "an account number")]
