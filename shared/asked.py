@@ -34,6 +34,9 @@ WANTED = {
     ACCOUNT: "the account (IBAN or account number)",
 }
 
+# Which account to pay into; not "comes off our account", which asks when.
+ASKS_ACCOUNT = re.compile(r"\b(?:(?:which|what) (?:bank )?account|account number|iban|bank (?:details|account))\b")
+
 # Words in a part of the question that ask for a kind. "when" is satisfied by a date or
 # a time; "date" and "time" named as nouns each want their own.
 _ASKS = (
@@ -45,8 +48,7 @@ _ASKS = (
     (PLACE, re.compile(r"\b(where|place|address|location|venue)\b")),
     (PERSON, re.compile(r"\bwho\b")),
     (CONTACT, re.compile(r"\b(reach|contact|phone|e-?mail address)\b")),
-    # Which account to pay into; not "comes off our account", which asks when.
-    (ACCOUNT, re.compile(r"\b(?:(?:which|what) (?:bank )?account|account number|iban|bank (?:details|account))\b")),
+    (ACCOUNT, ASKS_ACCOUNT),
 )
 
 # A new part starts at a question word after a comma or "and", or after a question mark.

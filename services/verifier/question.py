@@ -45,7 +45,7 @@ AMOUNT, WHEN, IDENTIFIER, LINK = "an amount", "a date or time", "a number or cod
 ACCOUNT = "an account number"
 _ASKS = (
     (LINK, re.compile(r"\b(link|url|web ?address)\b")),
-    (ACCOUNT, re.compile(r"\b(?:(?:which|what) (?:bank )?account|account number|iban|bank (?:details|account))\b")),
+    (ACCOUNT, asked.ASKS_ACCOUNT),
     (IDENTIFIER, re.compile(
         r"\b(what|which)(?:'s| is| was| are)? (?:the |our |my |their )?"
         r"(?:[\w-]+ ){0,3}(number|code|reference|iban|tag|phone)\b"
