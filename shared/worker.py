@@ -56,6 +56,7 @@ from redis.asyncio import Redis
 
 from shared import telemetry as T
 from shared.bus import connect
+from shared.collector import settle_after_startup
 from shared.consumer_group import ConsumerGroup, Fields, is_nogroup
 from shared.delivery import Delivery, Handler, Subscription, deliver
 from shared.runstore import WORK_MARGIN_SECONDS
@@ -242,6 +243,7 @@ class Worker:
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, stop.set)
         await self.start()
+        settle_after_startup()
         log.info("worker %s consuming %s", self.consumer, ", ".join(self.streams))
         try:
             await stop.wait()

@@ -47,6 +47,7 @@ from services.gateway.schemas import (
 from services.gateway.service import GatewayService
 from services.gateway.watchdog import watchdog
 from shared.bus import connect
+from shared.collector import settle_after_startup
 from shared.errors import PmError
 from shared.logging_setup import bind
 from shared.messages import RunResult
@@ -406,8 +407,10 @@ async def _agentic(
 def main() -> None:
     settings = gateway_settings()
     setup_logging(settings, "gateway")
+    app = create_app(settings)
+    settle_after_startup()
     # log_config=None: uvicorn's records go through our handler; requests are logged by _observe.
-    uvicorn.run(create_app(settings), host=settings.host, port=settings.port, log_level="warning",
+    uvicorn.run(app, host=settings.host, port=settings.port, log_level="warning",
                 log_config=None, access_log=False)
 
 
