@@ -24,6 +24,7 @@ from services.gateway import admin_runs, api_docs, health, metrics
 from services.gateway.admission import Admission, ClientGone, HeldEventSource, Ticket, unless_client_leaves
 from services.gateway.errors import InvalidRequest, Overloaded
 from services.gateway.health import WatchdogHealth
+from services.gateway.idempotency import parse_idempotency_key
 from services.gateway.inspector import install as install_inspector
 from services.gateway.limits import BodyLimit, BodyTooLargeSignal, KeyLimits, problem_response
 from services.gateway.mcp import mount as mount_mcp
@@ -240,7 +241,7 @@ def _routes(app: FastAPI) -> None:
         response_model=SearchResponse | RunResult,
         responses={
             **streams_events("Hits (keyword, semantic, hybrid), a finished run (agentic), or an SSE stream."),
-            **problems(403, 429, 503, 504),
+            **problems(400, 403, 409, 429, 503, 504),
         },
     )
     async def search(
@@ -252,6 +253,14 @@ def _routes(app: FastAPI) -> None:
         key_limits: Limits,
         capacity: Capacities,
         accept: Annotated[str | None, Header()] = None,
+        idempotency_key: Annotated[
+            str | None,
+            Header(description="Agentic only: a request sent again with the same key and body gets the run "
+                               "the first one started (its stream or its result, `Idempotent-Replayed: true`) "
+                               "instead of a new run, for a day. 1-255 printable ASCII characters. The same key "
+                               "with another body is 422 `idempotency_key_reused`; while the first request is "
+                               "still starting its run, 409 `idempotency_key_in_use` with `Retry-After`."),
+        ] = None,
     ):
         """Keyword, semantic or hybrid search inside the caller's scope; or an agentic
         run that answers with verified citations. For ``agentic``, send
@@ -264,11 +273,12 @@ def _routes(app: FastAPI) -> None:
         for decisions that matter."""
         if body.mode == "agentic":
             streamed = bool(accept and "text/event-stream" in accept)
+            idempotency_key = parse_idempotency_key(idempotency_key)  # refused before any slot is taken
             # This replica's capacity, then the key's slot: a refused request must not
             # start a run or spend the cap.
             ticket = (capacity.event_streams if streamed else capacity.waiting_runs).take()
             try:
-                return await _agentic(request, body, record, run_svc, key_limits, ticket, streamed)
+                return await _agentic(request, body, record, run_svc, key_limits, ticket, streamed, idempotency_key)
             except BaseException:
                 ticket.release()
                 raise
@@ -386,20 +396,26 @@ async def _agentic(
     key_limits: KeyLimits,
     ticket: Ticket,
     streamed: bool,
+    idempotency_key: str | None,
 ) -> Response:
-    """Start an agentic run holding ``ticket`` and the key's slot; stream it or wait for it."""
+    """Start an agentic run holding ``ticket`` and the key's slot (or follow the one
+    ``idempotency_key`` started); stream it or wait for it."""
     slot = await key_limits.open_stream(record.key_id)
     try:
-        meta = await run_svc.start(record, body)
+        meta, followed = await run_svc.start(record, body, idempotency_key)
         bind(run_id=meta.run_id)
     except BaseException:
         await slot.release()
         raise
     headers = {"X-Run-Id": meta.run_id, "Location": f"/v1/runs/{meta.run_id}"}
+    if followed:
+        headers["Idempotent-Replayed"] = "true"
     if streamed:
-        return HeldEventSource(slot.stream(run_svc.events(meta, None)), headers=headers, ping=5, release=ticket.release)
+        # A followed run's stream starts from its first event, with nothing observed twice.
+        events = run_svc.events(meta, "0-0" if followed else None)
+        return HeldEventSource(slot.stream(events), headers=headers, ping=5, release=ticket.release)
     async with slot.held():
-        result = await unless_client_leaves(request.receive, run_svc.wait(meta), "waiting_runs")
+        result = await unless_client_leaves(request.receive, run_svc.wait(meta, live=not followed), "waiting_runs")
     return JSONResponse(result.model_dump(mode="json"), headers=headers)
 
 

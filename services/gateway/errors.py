@@ -8,6 +8,8 @@
         ├── InvalidRequest      422  a body or filter that does not validate
         ├── NotFound            404  no such run (of the caller's principal and scope), no such API key
         ├── Conflict            409  the run has already finished (cancelling it)
+        ├── IdempotencyKeyInUse 409  a request with the same Idempotency-Key is still starting (Retry-After)
+        ├── IdempotencyKeyReused 422 the Idempotency-Key came with another request body
         ├── BodyTooLarge        413  a request body over its limit, refused unread
         ├── CapExhausted        429  the tenant's daily cap is spent (Retry-After)
         ├── RateLimited         429  the key's plain searches for this minute are spent (Retry-After)
@@ -60,6 +62,21 @@ class Conflict(GatewayError):
     status = 409
     code = "conflict"
     title = "Conflicts with the resource's state"
+
+
+class IdempotencyKeyInUse(GatewayError):
+    status = 409
+    code = "idempotency_key_in_use"
+    title = "A request with this Idempotency-Key is in progress"
+
+    def __init__(self, detail: str, retry_after: int) -> None:
+        super().__init__(detail, retry_after=retry_after)
+
+
+class IdempotencyKeyReused(GatewayError):
+    status = 422
+    code = "idempotency_key_reused"
+    title = "Idempotency-Key sent with another request"
 
 
 class CapExhausted(GatewayError):

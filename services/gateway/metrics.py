@@ -21,6 +21,9 @@ CAP_USE_RATIO = Histogram(
     buckets=(0.1, 0.25, 0.5, 0.75, 0.9, 0.95, 1.0),
 )
 RUNS_STARTED = Counter("pm_runs_started_total", "Agentic runs admitted.")
+RUNS_FOLLOWED = Counter(
+    "pm_runs_followed_total", "Agentic requests answered with the run an earlier request of the same Idempotency-Key started."
+)
 WATCHDOG_ENDINGS = Counter("pm_watchdog_endings_total", "Runs the deadline watchdog asked the verifier to end.")
 WATCHDOG_FAILURES = Counter("pm_watchdog_round_failures_total", "Watchdog rounds that failed (retried next round).")
 # kind: waiting_runs | event_streams | direct_searches

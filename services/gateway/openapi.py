@@ -31,11 +31,12 @@ SSE_MEDIA_TYPE = "text/event-stream"
 
 # Why each status can happen; a route lists the ones it can answer.
 PROBLEM_REASONS: dict[int, str] = {
-    400: "A header that does not validate (`bad_header`).",
+    400: "A header that does not validate (`bad_header`): `Last-Event-ID`, `Idempotency-Key`.",
     401: "No, unknown, expired or revoked API key, or a wrong admin token (`unauthorized`).",
     403: "The key lacks a permission, or names a mailbox outside its scope (`forbidden`).",
     404: "No such resource for this caller; someone else's run does not exist for you (`not_found`).",
-    409: "The resource is in a state that refuses the request (`conflict`).",
+    409: "The resource is in a state that refuses the request (`conflict`), or a request with the same "
+         "`Idempotency-Key` is still starting its run (`idempotency_key_in_use`, `Retry-After`).",
     413: "The request body is over its limit, refused unread (`body_too_large`).",
     422: "The body, a parameter or a filter does not validate (`invalid_request`); `errors` lists each field.",
     429: "The tenant's daily cap, the key's search rate or its stream slots are spent (`Retry-After`).",

@@ -28,6 +28,7 @@ from redis.exceptions import TimeoutError as RedisTimeout
 
 from services.gateway import metrics
 from services.gateway.errors import BadHeader, CapExhausted, Forbidden, NotFound, UpstreamTimeout
+from services.gateway.idempotency import REMEMBER_SECONDS, Claim, IdempotencyKeys, follow, request_digest
 from services.gateway.repository import seconds_to_utc_midnight
 from services.gateway.schemas import ApiKeyRecord, SearchRequest
 from services.gateway.service import GatewayService
@@ -74,15 +75,43 @@ class RunService:
         self.redis = gateway.redis
         self.settings = gateway.settings
         self.store = RunStore(gateway.redis, retention_days=gateway.settings.run_retention_days)
+        self.requests = IdempotencyKeys(gateway.redis, remember_seconds=min(REMEMBER_SECONDS, self.store.retention))
 
-    async def start(self, record: ApiKeyRecord, req: SearchRequest) -> RunMeta:
+    async def start(
+        self, record: ApiKeyRecord, req: SearchRequest, idempotency_key: str | None = None
+    ) -> tuple[RunMeta, bool]:
+        """Admit and publish a run for ``req``; with an ``idempotency_key`` the key used
+        before, the run that request started instead. True when it is that earlier run."""
         self.gw.require(record, "search:agentic")
-        mailboxes = list(record.mailboxes)
-        if req.filters.mailboxes:
-            outside = sorted(set(req.filters.mailboxes) - set(record.mailboxes))
-            if outside:
-                raise Forbidden(f"mailbox {', '.join(outside)} is outside this key's scope")
-            mailboxes = [m for m in record.mailboxes if m in req.filters.mailboxes]
+        mailboxes = self._mailboxes(record, req)
+        run_id = uuid.uuid4().hex
+        if idempotency_key is None:
+            return await self._admit(record, req, mailboxes, run_id), False
+        claim = Claim(run_id=run_id, request=request_digest(req))
+        earlier = await self.requests.reserve(record.key_id, idempotency_key, claim)
+        if earlier is not None:
+            meta = await self.meta(record, follow(earlier, claim.request))
+            metrics.RUNS_FOLLOWED.inc()
+            return meta, True
+        try:
+            meta = await self._admit(record, req, mailboxes, run_id)
+        except Exception:
+            await self.requests.release(record.key_id, idempotency_key, claim)
+            raise
+        await self.requests.started(record.key_id, idempotency_key, claim)
+        return meta, False
+
+    @staticmethod
+    def _mailboxes(record: ApiKeyRecord, req: SearchRequest) -> list[str]:
+        """The run's scope: the key's mailboxes, narrowed (never widened) by the filter."""
+        if not req.filters.mailboxes:
+            return list(record.mailboxes)
+        outside = sorted(set(req.filters.mailboxes) - set(record.mailboxes))
+        if outside:
+            raise Forbidden(f"mailbox {', '.join(outside)} is outside this key's scope")
+        return [m for m in record.mailboxes if m in req.filters.mailboxes]
+
+    async def _admit(self, record: ApiKeyRecord, req: SearchRequest, mailboxes: list[str], run_id: str) -> RunMeta:
         budgets = await self.gw.tenant_settings(record.tenant_id)
         used = await self.gw.repo.take_cap(record.tenant_id, budgets.daily_cap)
         if used is None:
@@ -95,7 +124,6 @@ class RunService:
         if budgets.daily_cap:
             metrics.CAP_USE_RATIO.observe(used / budgets.daily_cap)
         now = time.time()
-        run_id = uuid.uuid4().hex
         deadline = now + budgets.max_seconds
         narrowed = record.model_copy(update={"mailboxes": mailboxes})
         token = self.gw.sign(narrowed, run_id=run_id, expires_at=deadline + self.settings.deadline_grace_seconds + SCOPE_SLACK_SECONDS)
@@ -127,11 +155,12 @@ class RunService:
     async def result(self, run_id: str) -> RunResult | None:
         return await self.store.result(run_id)
 
-    async def wait(self, meta: RunMeta) -> RunResult:
-        """The finished run; the watchdog guarantees one shortly after the deadline."""
+    async def wait(self, meta: RunMeta, *, live: bool = True) -> RunResult:
+        """The finished run; the watchdog guarantees one shortly after the deadline.
+        ``live=False`` for a run another request started: its times are not observed again."""
         give_up = meta.deadline + self.settings.deadline_grace_seconds + 10
         last = "0-0"
-        seen_evidence = False
+        seen_evidence = not live
         look = True
         while time.time() < give_up:
             # redis-py can swallow a cancellation that lands inside a blocking read and
@@ -141,7 +170,8 @@ class RunService:
             try:
                 result = await self.result(meta.run_id) if look else None
                 if result is not None:
-                    metrics.RUN_SECONDS.labels(result.outcome).observe(time.time() - meta.created_at)
+                    if live:
+                        metrics.RUN_SECONDS.labels(result.outcome).observe(time.time() - meta.created_at)
                     return result
                 entries = await self.store.read_progress(meta.run_id, last, block_ms=250)
             except _TRANSIENT:

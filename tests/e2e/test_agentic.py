@@ -49,8 +49,11 @@ def _fresh_budgets(api, stack_model):
     yield
 
 
-def agentic(api, key: str, question: str = QUESTION, **extra) -> httpx.Response:
-    return api.search(key, query=question, mode="agentic", **extra)
+def agentic(api, key: str, question: str = QUESTION, headers: dict | None = None, **extra) -> httpx.Response:
+    if headers is None:
+        return api.search(key, query=question, mode="agentic", **extra)
+    return api.http.post("/v1/search", json={"query": question, "mode": "agentic", **extra},
+                         headers={"Authorization": f"Bearer {key}", **headers})
 
 
 def evidence_ids(result: dict) -> set[str]:
@@ -361,6 +364,56 @@ def test_spent_cap_is_429_with_retry_after(api, stack_model):
     assert resp.status_code == 429
     assert int(resp.headers["Retry-After"]) > 0
     assert resp.headers["content-type"].startswith("application/problem+json")
+
+
+def _capped_key(api, tenant: str, cap: int) -> str:
+    key = api.new_key(tenant_id=tenant, principal="p", mailboxes=["x"], permissions=["search", "search:agentic"])
+    api.tenant(tenant, **{"search.agentic_daily_cap": cap})
+    return key
+
+
+def test_a_request_sent_again_with_its_idempotency_key_follows_the_first_run_and_pays_once(api, stack_model):
+    stack_model.set_script(honest())
+    key = _capped_key(api, "once", 1)  # a second run would be refused
+    first = agentic(api, key, headers={"Idempotency-Key": "ask-1"})
+    assert first.status_code == 200 and "idempotent-replayed" not in first.headers
+    again = agentic(api, key, headers={"Idempotency-Key": "ask-1"})
+    assert again.status_code == 200, again.text
+    assert again.headers["idempotent-replayed"] == "true"
+    assert again.headers["x-run-id"] == first.headers["x-run-id"] == again.json()["run_id"]
+    assert again.json() == first.json()
+    # Streamed, the same run replays from its first event to its one done.
+    run_id, events = _sse(api, key, headers={"Idempotency-Key": "ask-1"}, body={"query": QUESTION, "mode": "agentic"})
+    assert run_id == first.headers["x-run-id"]
+    assert [e["event"] for e in events][0] == "step" and [e["event"] for e in events].count("done") == 1
+    assert agentic(api, key, headers={"Idempotency-Key": "ask-2"}).status_code == 429  # a new key is a new run
+
+
+def test_an_idempotency_key_sent_with_another_question_is_422(api, stack_model):
+    stack_model.set_script(honest())
+    key = api.key("acme/alice")
+    assert agentic(api, key, headers={"Idempotency-Key": "reused"}).status_code == 200
+    resp = agentic(api, key, question="Who is handling the Golf claim at the insurer?", headers={"Idempotency-Key": "reused"})
+    assert resp.status_code == 422
+    assert resp.json()["code"] == "idempotency_key_reused"
+
+
+def test_a_refused_start_leaves_its_idempotency_key_free_for_the_retry(api, stack_model):
+    stack_model.set_script(honest())
+    key = _capped_key(api, "spent", 0)
+    assert agentic(api, key, headers={"Idempotency-Key": "after-midnight"}).status_code == 429
+    api.tenant("spent", **{"search.agentic_daily_cap": 5})
+    resp = agentic(api, key, headers={"Idempotency-Key": "after-midnight"})
+    assert resp.status_code == 200, resp.text
+    assert "idempotent-replayed" not in resp.headers
+
+
+def test_a_malformed_idempotency_key_is_400_and_starts_nothing(api, stack_model):
+    key = api.key("acme/alice")
+    resp = agentic(api, key, headers={"Idempotency-Key": "x" * 300})
+    assert resp.status_code == 400
+    assert resp.json()["code"] == "bad_header" and "Idempotency-Key" in resp.json()["detail"]
+    assert stack_model.bodies == []
 
 
 def test_agentic_needs_its_permission(api):

@@ -59,6 +59,11 @@ class AskInput(_Strict):
     filters: Narrowing | None = Field(default=None, description="Narrow the run's scope.")
     strategy: Strategy = Field(default="loop", description="`loop` searches until the evidence answers; "
                                "`single_shot` answers from one hybrid search.")
+    idempotency_key: str | None = Field(
+        default=None, pattern=r"^[ -~]{1,255}$",
+        description="Send the same key when asking again after a lost connection: the run the first ask "
+                    "started answers, and no second run is paid for (a day; another question with it is an error).",
+    )
 
 
 class GetRunInput(_Strict):

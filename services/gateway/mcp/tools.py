@@ -70,13 +70,13 @@ async def ask(gw: Gateway, record: ApiKeyRecord, args: AskInput, progress: Progr
         try:
             req = SearchRequest(query=args.question, mode="agentic", filters=args.filters or Narrowing(),
                                 strategy=args.strategy)
-            meta = await gw.runs.start(record, req)
+            meta, followed = await gw.runs.start(record, req, args.idempotency_key)
         except BaseException:
             await slot.release()
             raise
         count = 0
         # Closed however the loop ends (a client gone mid-run too), so the slot goes back now.
-        async with aclosing(slot.stream(gw.runs.events(meta, None))) as events:
+        async with aclosing(slot.stream(gw.runs.events(meta, "0-0" if followed else None))) as events:
             async for event in events:
                 line = _progress_line(event)
                 if line is not None:
