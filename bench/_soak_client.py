@@ -1,13 +1,17 @@
 """One soak client: starts an agentic run and follows it to its one result through
 gateway kills, as a careful client would.
 
-* ``503``/``429``: wait ``Retry-After``, send again (no run was started).
+* Every start carries an ``Idempotency-Key`` of its own: a request sent again follows
+  the run the first one started, so a cut never starts (or pays for) a second run.
+* ``503``/``429``, or ``409`` while the first request is still starting its run: wait
+  ``Retry-After``, send again.
 * Connection refused: the gateway is restarting; send again shortly.
 * An SSE stream cut after its headers: resume at ``GET /v1/runs/{id}/events`` with
   ``Last-Event-ID`` until ``done``.
 * A request cut before the client learned its run id (a waiting request, whose id comes
-  with the result; a stream cut before its headers): counted, and sent again. The run it
-  may have started is audited in Redis like every other.
+  with the result; a stream cut before its headers): counted, and sent again with the
+  same key. A run started without the client (the key's record lost with a gateway
+  killed mid-start) is audited in Redis like every other and counted as ended unread.
 * An ``error`` event or a ``504`` (the run outlived the gateway's wait): counted, then
   ``GET /v1/runs/{id}`` until the result, which is not a relayed ``done``.
 """
@@ -18,6 +22,7 @@ import asyncio
 import json
 import re
 import time
+import uuid
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
@@ -51,6 +56,7 @@ class Client:
 async def run_client(http: httpx.AsyncClient, key: str, c: Client, give_up: float) -> None:
     started = time.monotonic()
     auth = {"Authorization": f"Bearer {key}"}
+    start = {**auth, "Idempotency-Key": f"soak-{c.index}-{uuid.uuid4().hex}"}
     body = {"query": c.question, "mode": "agentic"}
     last_id: str | None = None
     while time.monotonic() < give_up and c.relayed_done == 0:
@@ -58,9 +64,9 @@ async def run_client(http: httpx.AsyncClient, key: str, c: Client, give_up: floa
             if c.run_id is not None:
                 last_id = await _resume(http, auth, c, last_id)
             elif c.kind == "sse":
-                last_id = await _start_stream(http, auth, body, c)
+                last_id = await _start_stream(http, start, body, c)
             else:
-                await _start_wait(http, auth, body, c)
+                await _start_wait(http, start, body, c)
         except httpx.ConnectError:
             await asyncio.sleep(RECONNECT_SECONDS)  # the gateway is down: nothing was sent
         except httpx.TransportError:
@@ -76,7 +82,7 @@ async def run_client(http: httpx.AsyncClient, key: str, c: Client, give_up: floa
 
 async def _refused(resp: httpx.Response, c: Client) -> bool:
     """Count and wait out a refusal or a server error; True when ``resp`` was one."""
-    if resp.status_code in (429, 503):
+    if resp.status_code in (409, 429, 503):
         c.refused[resp.status_code] += 1
         wait = retry_after(resp)
         if wait is None:

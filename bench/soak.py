@@ -11,10 +11,14 @@ the append-only file; ``--redis-signal kill`` for a crash, which may lose the la
 second of writes under ``appendfsync everysec``) and the supervisor starts it again on
 the same port and directory, where the AOF brings the queues, groups and runs back.
 
-Clients behave as a careful client would: ``503``/``429`` are retried after their
-``Retry-After``; an SSE stream cut by a gateway kill resumes at ``GET
-/v1/runs/{id}/events`` with ``Last-Event-ID``; a request cut before the client learned
-its run id (a waiting request, or a stream before its headers) is sent again.
+Clients behave as a careful client would: each start carries an ``Idempotency-Key``;
+``503``/``429`` (and ``409`` while a first request with the key is still starting) are
+retried after their ``Retry-After``; an SSE stream cut by a gateway kill resumes at
+``GET /v1/runs/{id}/events`` with ``Last-Event-ID``; a request cut before the client
+learned its run id (a waiting request, or a stream before its headers) is sent again
+with the same key, and follows the run the first one started. A run no client followed
+(the key's record not yet marked started when the gateway died) is counted as ended,
+unread.
 
 Afterwards every run in Redis (those of cut requests included) is audited:
 
@@ -288,7 +292,8 @@ def main() -> None:
         {"": "SSE streams resumed (Last-Event-ID)", "value": sum(c.resumes for c in clients)},
         {"": "requests cut before the run id was known (sent again)", "value": cut},
         {"": "  runs they had started: ended, unread", "value": unread},
-        {"": "refused 503 / 429 (retried)", "value": f"{sum(c.refused[503] for c in clients)} / {sum(c.refused[429] for c in clients)}"},
+        {"": "refused 503 / 429 / 409 (retried)",
+         "value": " / ".join(str(sum(c.refused[code] for c in clients)) for code in (503, 429, 409))},
         {"": "other 5xx", "value": sum(len(c.server_errors) for c in clients)},
         {"": "repeated done entries (not relayed)", "value": len(v["repeated_done_entries"])},
         {"": "lost", "value": v["lost"]},
@@ -310,7 +315,7 @@ def main() -> None:
         "redis_restart_every_s": redis_every, "redis_signal": args.redis_signal if redis_every else None,
         "redis_stops": chaos.redis_stops,
         "resumed_streams": sum(c.resumes for c in clients), "cut_requests": cut, "runs_ended_unread": unread,
-        "refused": {"503": sum(c.refused[503] for c in clients), "429": sum(c.refused[429] for c in clients)},
+        "refused": {str(code): sum(c.refused[code] for c in clients) for code in (503, 429, 409)},
         "other_5xx": sum(len(c.server_errors) for c in clients),
         "outcomes": dict(outcomes), "wall": latency_ms(walls), "traffic_s": round(sent_for, 1),
         "lost": v["lost"], "duplicated": v["duplicated"], "goal_met": v["lost"] == 0 and v["duplicated"] == 0,

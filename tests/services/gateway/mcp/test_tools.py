@@ -126,6 +126,19 @@ async def test_ask_streams_progress_while_it_runs_and_returns_the_verified_resul
     assert run["trace"]["steps"] == len(stored["trace"]["steps"])
 
 
+async def test_ask_again_with_its_idempotency_key_returns_the_first_run_without_a_second(connect, api, stack_model):
+    stack_model.set_script(honest())
+    key = f"mcp-{time.time_ns()}"  # the stack outlives the test: a key of its own
+    async with connect(api.key("acme/alice")) as session:
+        first = (await _call(session, "ask", {"question": GOLF, "idempotency_key": key})).structuredContent
+        calls = len(stack_model.bodies)
+        again = await _call(session, "ask", {"question": GOLF, "idempotency_key": key})
+        other = await _call(session, "ask", {"question": "Who handles the Golf claim?", "idempotency_key": key})
+    assert not again.isError and again.structuredContent == first
+    assert len(stack_model.bodies) == calls  # no model call: the stored run answered
+    assert other.isError and other.structuredContent["code"] == "idempotency_key_reused"
+
+
 async def test_get_run_returns_a_finished_run_to_its_principal_only(connect, api, stack_model):
     stack_model.set_script(honest())
     async with connect(api.key("acme/alice")) as session:
