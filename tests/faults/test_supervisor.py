@@ -14,6 +14,7 @@ import re
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -183,6 +184,47 @@ def test_a_stage_killed_with_sigkill_is_restarted_while_the_rest_keep_serving(up
     )
     assert resp.status_code == 200, resp.text
     assert resp.json()["outcome"] == "answered"
+
+
+def test_a_waiting_request_cut_by_a_gateway_kill_is_sent_again_and_follows_its_run(up, stack_model):
+    def slow_honest(body):
+        return honest()(body).model_copy(update={"delay": 3.0})
+
+    stack_model.reset()
+    stack_model.set_script(slow_honest)
+    ask = {"query": "Who is handling the Golf claim at the insurer?", "mode": "agentic"}
+    headers = {**alice(up), "Idempotency-Key": f"cut-{time.time_ns()}"}
+    cut: list[BaseException] = []
+
+    def first() -> None:
+        try:
+            httpx.post(f"{up.gateway_url}/v1/search", headers=headers, json=ask, timeout=180)
+        except httpx.TransportError as exc:
+            cut.append(exc)
+
+    waiting = threading.Thread(target=first)
+    waiting.start()
+    wait_for(lambda: stack_model.bodies, 30, "the run's model call")  # admitted, published, running
+    before = stages(up.proc.pid)
+    os.kill(before["gateway"], signal.SIGKILL)
+    waiting.join(30)
+    assert cut, "the waiting request outlived its gateway"
+    wait_for(lambda: stages(up.proc.pid).get("gateway", before["gateway"]) != before["gateway"], 30, "gateway restarted")
+    wait_for(lambda: _healthy(up.gateway_url), 60, "gateway serving")
+
+    again = httpx.post(f"{up.gateway_url}/v1/search", headers=headers, json=ask, timeout=180)
+    assert again.status_code == 200, again.text
+    assert again.headers["idempotent-replayed"] == "true"
+    assert again.json()["outcome"] == "answered"
+    # Every model call was the followed run's: the resend started no second run.
+    assert len(stack_model.bodies) == again.json()["usage"]["model_calls"]
+
+
+def _healthy(url: str) -> bool:
+    try:
+        return httpx.get(f"{url}/healthz", timeout=2).status_code == 200
+    except httpx.TransportError:
+        return False
 
 
 def test_sigterm_stops_every_process_pmsearch_up_started(up):
