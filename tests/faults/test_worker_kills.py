@@ -114,6 +114,18 @@ def post(admin: redis.Redis, stream: str, task: Task) -> str:
     return admin.xadd(stream, encode(task)).decode()
 
 
+def test_sigterm_lets_running_work_finish_then_runs_the_stop_hooks_and_exits_cleanly(procs, admin, url):
+    stream = f"pm:fault:{uuid.uuid4().hex[:8]}"
+    proc = start_worker(procs, admin, url, stream)
+    entry = post(admin, stream, Task(kind="long", seconds=1.0))
+    wait_until(lambda: any(k == "start" and e == entry for k, e, _, _ in calls(admin, stream)), 10, "handler started")
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(timeout=15) == 0
+    kinds = [(kind, e) for kind, e, _, pid in calls(admin, stream) if pid == proc.pid]
+    assert kinds[-2:] == [("end", entry), ("stopped", "-")]  # the work, then the stop hooks
+    assert admin.xpending(stream, GROUP)["pending"] == 0  # acknowledged before the exit
+
+
 @pytest.mark.parametrize("death", ["exit", "sigkill"])
 def test_a_message_that_kills_its_worker_is_dead_lettered_after_max_deliveries(procs, admin, url, death):
     stream = f"pm:fault:{uuid.uuid4().hex[:8]}"

@@ -3,7 +3,8 @@ handler that dies, or runs long, as its message says.
 
 ``python -m tests.faults.worker_proc <redis-url> <stream>``. Every handler run is logged
 to the list ``<stream>:calls`` as ``start|end <entry id> <delivery count> <pid>``; the
-process logs ``ready <pid>`` once it reads."""
+process logs ``ready - 0 <pid>`` once it reads and ``stopped - 0 <pid>`` from its stop
+hook."""
 
 from __future__ import annotations
 
@@ -45,8 +46,12 @@ async def main(url: str, stream: str) -> None:
     async def ready() -> None:
         await log.rpush(calls, f"ready - 0 {os.getpid()}")
 
+    async def stopped() -> None:  # where a stage closes what it holds (the searcher: its index)
+        await log.rpush(calls, f"stopped - 0 {os.getpid()}")
+
     worker.subscribe(stream, Task, handle, group=GROUP, concurrency=4)
     worker.on_start(ready)
+    worker.on_stop(stopped)
     await worker.run()
 
 
