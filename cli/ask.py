@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import time
+import uuid
 
 import httpx
 from httpx_sse import SSEError, connect_sse
@@ -72,32 +74,83 @@ def render_result(console: Console, result: dict) -> None:
     )
 
 
+# Once a run has started, a cut stream (a gateway restarted by its supervisor, a proxy
+# timeout) is followed again for this long before the command gives up.
+RECONNECT_SECONDS = 30.0
+RETRY_STATUSES = (409, 503)  # the key's first request still starting; a replica at capacity
+
+
 def ask(console: Console | None, gateway_url: str, api_key: str, question: str) -> dict | None:
     """Stream a run, rendered on ``console`` (None: quietly); returns the finished run,
     or None if the stream ended early. A refusal, or a server that is not a pmsearch
-    gateway, ends the command with one line (:mod:`cli.client`)."""
-    try:
+    gateway, ends the command with one line (:mod:`cli.client`).
+
+    The run is started with an ``Idempotency-Key`` of its own. When the stream is cut
+    after the run started, the command follows the same run again: from its last event
+    (``Last-Event-ID``) once the run id is known, else by sending the request again with
+    the same key; events already shown are not shown twice."""
+    follow = _Follow(gateway_url, api_key, question)
+    give_up = None
+    while True:
+        try:
+            return follow.stream(console)
+        except _Retry as retry:
+            time.sleep(retry.seconds)
+        except (httpx.ConnectError, httpx.ReadError, httpx.RemoteProtocolError, httpx.WriteError, httpx.TimeoutException) as exc:
+            if not follow.started:
+                unreachable(gateway_url, exc)  # nothing there to begin with: say so at once
+            give_up = give_up or time.monotonic() + RECONNECT_SECONDS
+            if time.monotonic() > give_up:
+                unreachable(gateway_url, exc)
+            time.sleep(0.5)
+        except (httpx.HTTPError, httpx.InvalidURL) as exc:
+            unreachable(gateway_url, exc)
+
+
+class _Retry(Exception):
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+
+
+class _Follow:
+    """One run's stream, from its start or from where it was cut."""
+
+    def __init__(self, gateway_url: str, api_key: str, question: str) -> None:
+        self.url = gateway_url
+        self.auth = {"Authorization": f"Bearer {api_key}"}
+        self.question = question
+        self.key = f"cli-{uuid.uuid4().hex}"
+        self.run_id: str | None = None
+        self.last_id: str | None = None
+        self.started = False  # the gateway accepted the request once
+
+    def stream(self, console: Console | None) -> dict | None:
+        if self.run_id is None:
+            method, path = "POST", "/v1/search"
+            body = {"query": self.question, "mode": "agentic"}
+            headers = {**self.auth, "Idempotency-Key": self.key}
+        else:
+            method, path, body = "GET", f"/v1/runs/{self.run_id}/events", None
+            headers = {**self.auth, **({"Last-Event-ID": self.last_id} if self.last_id else {})}
         with httpx.Client(timeout=httpx.Timeout(10, read=120)) as client:
-            with connect_sse(
-                client,
-                "POST",
-                f"{gateway_url}/v1/search",
-                json={"query": question, "mode": "agentic"},
-                headers={"Authorization": f"Bearer {api_key}"},
-            ) as source:
+            with connect_sse(client, method, f"{self.url}{path}", json=body, headers=headers) as source:
                 resp = source.response
+                if resp.status_code in RETRY_STATUSES and self.started and "retry-after" in resp.headers:
+                    raise _Retry(min(float(resp.headers["retry-after"]), 5.0))
                 if resp.status_code >= 400:
                     resp.read()
                     refused(resp)
+                self.started = True
+                self.run_id = resp.headers.get("x-run-id", self.run_id)
                 try:
                     for sse in source.iter_sse():
                         data = json.loads(sse.data) if sse.data else {}
                         if console is not None:
                             render_event(console, sse.event, data)
+                        if sse.id:
+                            self.last_id = sse.id
                         if sse.event == "done":
                             return data
                 except (SSEError, ValueError):  # not an event stream, or not JSON in it
                     not_pmsearch(resp)
-    except (httpx.HTTPError, httpx.InvalidURL) as exc:
-        unreachable(gateway_url, exc)
-    return None
+        return None

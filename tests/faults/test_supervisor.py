@@ -220,6 +220,32 @@ def test_a_waiting_request_cut_by_a_gateway_kill_is_sent_again_and_follows_its_r
     assert len(stack_model.bodies) == again.json()["usage"]["model_calls"]
 
 
+def test_pmsearch_ask_follows_its_run_through_a_gateway_kill(up, stack_model):
+    def slow_honest(body):
+        return honest()(body).model_copy(update={"delay": 3.0})
+
+    stack_model.reset()
+    stack_model.set_script(slow_honest)
+    keys = json.loads((up.var_dir / "demo-keys.json").read_text())
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PM_")}
+    env.update(PM_API_KEY=keys["acme/alice"], PM_GATEWAY_URL=up.gateway_url, COLUMNS="400")
+    asking = subprocess.Popen(
+        [sys.executable, "-m", "cli.main", "ask", "--json", "Who is handling the Golf claim at the insurer?"],
+        cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    try:
+        wait_for(lambda: stack_model.bodies, 30, "the run's model call")
+        os.kill(stages(up.proc.pid)["gateway"], signal.SIGKILL)
+        out, err = asking.communicate(timeout=120)
+    finally:
+        if asking.poll() is None:
+            asking.kill()
+    assert asking.returncode == 0, err
+    result = json.loads(out)
+    assert result["outcome"] == "answered"
+    assert len(stack_model.bodies) == result["usage"]["model_calls"]  # one run, followed through the kill
+
+
 def _healthy(url: str) -> bool:
     try:
         return httpx.get(f"{url}/healthz", timeout=2).status_code == 200
