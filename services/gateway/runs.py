@@ -80,8 +80,9 @@ class RunService:
     async def start(
         self, record: ApiKeyRecord, req: SearchRequest, idempotency_key: str | None = None
     ) -> tuple[RunMeta, bool]:
-        """Admit and publish a run for ``req``; with an ``idempotency_key`` the key used
-        before, the run that request started instead. True when it is that earlier run."""
+        """Admit and publish a run for ``req`` and return it with False; or, when
+        ``idempotency_key`` came before with the same body, the run that request started,
+        with True (no second run, no second unit of the cap)."""
         self.gw.require(record, "search:agentic")
         mailboxes = self._mailboxes(record, req)
         run_id = uuid.uuid4().hex
