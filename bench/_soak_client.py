@@ -10,8 +10,9 @@ gateway kills, as a careful client would.
   ``Last-Event-ID`` until ``done``.
 * A request cut before the client learned its run id (a waiting request, whose id comes
   with the result; a stream cut before its headers): counted, and sent again with the
-  same key. A run started without the client (the key's record lost with a gateway
-  killed mid-start) is audited in Redis like every other and counted as ended unread.
+  same key. A run no client follows (recorded by a gateway killed before it published
+  the run; the watchdog ends it) is audited in Redis like every other and counted as
+  ended unread.
 * An ``error`` event or a ``504`` (the run outlived the gateway's wait): counted, then
   ``GET /v1/runs/{id}`` until the result, which is not a relayed ``done``.
 """

@@ -17,8 +17,8 @@ retried after their ``Retry-After``; an SSE stream cut by a gateway kill resumes
 ``GET /v1/runs/{id}/events`` with ``Last-Event-ID``; a request cut before the client
 learned its run id (a waiting request, or a stream before its headers) is sent again
 with the same key, and follows the run the first one started. A run no client followed
-(the key's record not yet marked started when the gateway died) is counted as ended,
-unread.
+(recorded by a gateway killed before it published the run, which the watchdog ends) is
+counted as ended, unread.
 
 Afterwards every run in Redis (those of cut requests included) is audited:
 

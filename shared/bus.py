@@ -17,6 +17,7 @@ from typing import Any, TypeVar
 
 import redis.asyncio as aioredis
 from pydantic import BaseModel
+from redis.asyncio.client import Pipeline
 
 from shared.settings import ServiceSettings
 from shared.streams import STREAM_MAXLEN, dead_letter
@@ -126,10 +127,20 @@ async def publish(
     ``max_age_seconds`` only entries that young (a request nobody waits for any more is
     worth nothing, and 100k raw mail batches would fill Redis, which refuses writes when
     full rather than drop queued work)."""
+    return await redis.xadd(stream, encode(message), **_trimming(max_age_seconds))
+
+
+def publish_in(pipe: Pipeline, stream: str, message: BaseModel, *, max_age_seconds: float | None = None) -> None:
+    """Queue ``message`` on ``pipe``, trimmed as :func:`publish` trims. In a MULTI, the
+    message is sent together with the pipeline's other writes or not at all."""
+    pipe.xadd(stream, encode(message), **_trimming(max_age_seconds))
+
+
+def _trimming(max_age_seconds: float | None) -> dict[str, Any]:
     if max_age_seconds is not None:
         oldest_ms = int((time.time() - max_age_seconds) * 1000)
-        return await redis.xadd(stream, encode(message), minid=f"{max(oldest_ms, 0)}-0", approximate=False)
-    return await redis.xadd(stream, encode(message), maxlen=STREAM_MAXLEN, approximate=True)
+        return {"minid": f"{max(oldest_ms, 0)}-0", "approximate": False}
+    return {"maxlen": STREAM_MAXLEN, "approximate": True}
 
 
 async def dead_letter_entry(

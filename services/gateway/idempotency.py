@@ -11,8 +11,8 @@ holding the run id, a digest of the request body and whether the run was started
 
 * **reserved** (``SET NX``) before the cap is taken, for :data:`RESERVE_SECONDS`; a
   request with the same key meanwhile gets 409 with ``Retry-After``;
-* **started** once the run is published, then kept for a day (at most the run
-  retention): a request with the same key and body follows the run;
+* **started** in the same MULTI that publishes the run, then kept for a day (at most
+  the run retention): a request with the same key and body follows the run;
 * **released** when starting failed (403, 429, 503 ...), so the retry is decided afresh.
   A reservation whose gateway died expires by itself.
 
@@ -27,6 +27,7 @@ import hashlib
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 from redis.asyncio import Redis
+from redis.asyncio.client import Pipeline
 from redis.exceptions import WatchError
 
 from services.gateway.errors import BadHeader, IdempotencyKeyInUse, IdempotencyKeyReused
@@ -87,10 +88,12 @@ class IdempotencyKeys:
                 return None
         raise IdempotencyKeyInUse("a request with this Idempotency-Key is being started", retry_after=RETRY_AFTER_SECONDS)
 
-    async def started(self, key_id: str, idempotency_key: str, claim: Claim) -> None:
-        """Mark the reserved claim's run as started, for the retention of the record."""
+    def started_in(self, pipe: Pipeline, key_id: str, idempotency_key: str, claim: Claim) -> None:
+        """Queue on ``pipe`` the mark that the reserved claim's run started, kept for the
+        record's time. Sent in one MULTI with the run's publication, so no run is ever
+        published with its key still only reserved."""
         done = claim.model_copy(update={"started": True})
-        await self.redis.set(record_key(key_id, idempotency_key), done.model_dump_json(), ex=self.remember)
+        pipe.set(record_key(key_id, idempotency_key), done.model_dump_json(), ex=self.remember)
 
     async def release(self, key_id: str, idempotency_key: str, claim: Claim) -> None:
         """Drop the reservation if it is still ``claim``'s (a later request's is left alone)."""

@@ -21,8 +21,10 @@ import logging
 import re
 import time
 import uuid
-from typing import Any, AsyncIterator
+from functools import partial
+from typing import Any, AsyncIterator, Callable
 
+from redis.asyncio.client import Pipeline
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeout
 
@@ -33,7 +35,7 @@ from services.gateway.repository import seconds_to_utc_midnight
 from services.gateway.schemas import ApiKeyRecord, SearchRequest
 from services.gateway.service import GatewayService
 from shared import streams
-from shared.bus import publish, raise_if_cancelled
+from shared.bus import publish, publish_in, raise_if_cancelled
 from shared.messages import ProgressEvent, RunMeta, RunRequested, RunResult
 from shared.runstore import RunStore
 
@@ -95,11 +97,14 @@ class RunService:
             metrics.RUNS_FOLLOWED.inc()
             return meta, True
         try:
-            meta = await self._admit(record, req, mailboxes, run_id)
+            meta = await self._admit(
+                record, req, mailboxes, run_id,
+                with_publish=partial(self.requests.started_in, key_id=record.key_id,
+                                     idempotency_key=idempotency_key, claim=claim),
+            )
         except Exception:
             await self.requests.release(record.key_id, idempotency_key, claim)
             raise
-        await self.requests.started(record.key_id, idempotency_key, claim)
         return meta, False
 
     @staticmethod
@@ -112,7 +117,12 @@ class RunService:
             raise Forbidden(f"mailbox {', '.join(outside)} is outside this key's scope")
         return [m for m in record.mailboxes if m in req.filters.mailboxes]
 
-    async def _admit(self, record: ApiKeyRecord, req: SearchRequest, mailboxes: list[str], run_id: str) -> RunMeta:
+    async def _admit(
+        self, record: ApiKeyRecord, req: SearchRequest, mailboxes: list[str], run_id: str,
+        with_publish: Callable[[Pipeline], None] | None = None,
+    ) -> RunMeta:
+        """Take the cap, record the run and publish it; ``with_publish`` queues writes
+        that must happen if and only if the run is published (one MULTI)."""
         budgets = await self.gw.tenant_settings(record.tenant_id)
         used = await self.gw.repo.take_cap(record.tenant_id, budgets.daily_cap)
         if used is None:
@@ -134,15 +144,17 @@ class RunService:
             key_id=record.key_id, mailboxes=mailboxes,
         )
         await self.store.admit(meta, watch_at=deadline + self.settings.deadline_grace_seconds)
-        await publish(
-            self.redis,
-            streams.RUNS,
-            RunRequested(
-                run_id=run_id, tenant_id=record.tenant_id, scope_token=token, deadline=deadline, question=req.query,
-                max_steps=budgets.max_steps, max_seconds=budgets.max_seconds, started_at=now,
-                strategy=req.strategy,
-            ),
+        requested = RunRequested(
+            run_id=run_id, tenant_id=record.tenant_id, scope_token=token, deadline=deadline, question=req.query,
+            max_steps=budgets.max_steps, max_seconds=budgets.max_seconds, started_at=now, strategy=req.strategy,
         )
+        if with_publish is None:
+            await publish(self.redis, streams.RUNS, requested)
+        else:
+            async with self.redis.pipeline(transaction=True) as pipe:
+                publish_in(pipe, streams.RUNS, requested)
+                with_publish(pipe)
+                await pipe.execute()
         metrics.RUNS_STARTED.inc()
         return meta
 

@@ -39,7 +39,9 @@ async def test_the_first_request_holds_the_key_and_a_second_sees_its_claim(redis
 async def test_a_started_run_is_remembered_for_the_day_and_followed(redis, k1) -> None:
     keys, first = IdempotencyKeys(redis, remember_seconds=3600), claim()
     await keys.reserve(k1, "order-7", first)
-    await keys.started(k1, "order-7", first)
+    async with redis.pipeline(transaction=True) as pipe:
+        keys.started_in(pipe, k1, "order-7", first)
+        await pipe.execute()
     earlier = await keys.reserve(k1, "order-7", claim())
     assert earlier is not None and earlier.started
     assert follow(earlier, "digest") == first.run_id

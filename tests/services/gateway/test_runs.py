@@ -115,3 +115,26 @@ async def test_a_result_stored_but_never_announced_is_found_by_a_quiet_read(redi
         events = [e async for e in runs.events(meta, None)]
         result = RunResult.model_validate_json(events[-1]["data"])
     assert result.outcome == "insufficient_evidence" and time.monotonic() - started < 3
+
+
+
+async def test_a_run_is_published_only_together_with_its_idempotency_mark(redis) -> None:
+    """The key's started mark is queued in the MULTI that publishes the run: when Redis
+    refuses the mark, the run is not published either (and the key is left free)."""
+    from datetime import UTC, datetime
+
+    from redis.exceptions import ResponseError
+
+    from services.gateway.idempotency import Claim
+    from services.gateway.schemas import ApiKeyRecord, SearchRequest
+    from shared.streams import RUNS
+
+    runs = service(redis)
+    runs.requests.started_in = lambda pipe, **_: pipe.execute_command("PM-NO-SUCH-COMMAND")
+    record = ApiKeyRecord(key_id=uuid.uuid4().hex, tenant_id="acme", principal="alice", permissions=["search:agentic"],
+                          mailboxes=["alice"], created_at=datetime.now(UTC))
+    before = await redis.xrevrange(RUNS, count=1)
+    with pytest.raises(ResponseError):
+        await runs.start(record, SearchRequest(query="when?", mode="agentic"), "retry-me")
+    assert await redis.xrevrange(RUNS, count=1) == before  # nothing published
+    assert await service(redis).requests.reserve(record.key_id, "retry-me", Claim(run_id="r" * 32, request="d")) is None
