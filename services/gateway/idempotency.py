@@ -81,11 +81,10 @@ class IdempotencyKeys:
             raw = await self.redis.get(key)
             if raw is None:
                 continue
-            try:
-                return Claim.model_validate_json(raw)
-            except ValidationError:
-                await self.redis.set(key, claim.model_dump_json(), ex=RESERVE_SECONDS)  # not ours to honour
-                return None
+            earlier = _claim(raw)
+            if earlier is None:  # unreadable: not ours to honour
+                await self.redis.set(key, claim.model_dump_json(), ex=RESERVE_SECONDS)
+            return earlier
         raise IdempotencyKeyInUse("a request with this Idempotency-Key is being started", retry_after=RETRY_AFTER_SECONDS)
 
     def started_in(self, pipe: Pipeline, key_id: str, idempotency_key: str, claim: Claim) -> None:
@@ -101,8 +100,8 @@ class IdempotencyKeys:
         async with self.redis.pipeline(transaction=True) as pipe:
             try:
                 await pipe.watch(key)
-                raw = await pipe.get(key)
-                if raw is None or _run_id(raw) != claim.run_id:
+                held = _claim(await pipe.get(key))
+                if held is None or held.run_id != claim.run_id:
                     await pipe.unwatch()
                     return
                 pipe.multi()
@@ -124,9 +123,10 @@ def follow(earlier: Claim, digest: str) -> str:
     return earlier.run_id
 
 
-def _run_id(raw: bytes | str) -> str | None:
+def _claim(raw: bytes | str | None) -> Claim | None:
+    """The stored claim; None when there is none or it does not parse."""
     try:
-        return Claim.model_validate_json(raw).run_id
+        return None if raw is None else Claim.model_validate_json(raw)
     except ValidationError:
         return None
 
