@@ -10,7 +10,7 @@ import httpx
 from httpx_sse import SSEError, connect_sse
 from rich.console import Console
 
-from cli.client import not_pmsearch, refused, unreachable
+from cli.client import fail, not_pmsearch, refused, unreachable
 from cli.untrusted import line
 from shared.messages import REASONS
 
@@ -90,21 +90,25 @@ def ask(console: Console | None, gateway_url: str, api_key: str, question: str) 
     (``Last-Event-ID``) once the run id is known, else by sending the request again with
     the same key; events already shown are not shown twice."""
     follow = _Follow(gateway_url, api_key, question)
-    give_up = None
+    give_up = 0.0
     while True:
         try:
             return follow.stream(console)
         except _Retry as retry:
-            time.sleep(retry.seconds)
+            wait, cut = retry.seconds, None
         except (httpx.ConnectError, httpx.ReadError, httpx.RemoteProtocolError, httpx.WriteError, httpx.TimeoutException) as exc:
             if not follow.started:
                 unreachable(gateway_url, exc)  # nothing there to begin with: say so at once
-            give_up = give_up or time.monotonic() + RECONNECT_SECONDS
-            if time.monotonic() > give_up:
-                unreachable(gateway_url, exc)
-            time.sleep(0.5)
+            wait, cut = 0.5, exc
         except (httpx.HTTPError, httpx.InvalidURL) as exc:
             unreachable(gateway_url, exc)
+        if follow.reconnected():  # streaming again since the last cut: this cut gets its own window
+            give_up = time.monotonic() + RECONNECT_SECONDS
+        elif time.monotonic() > give_up:
+            if cut is not None:
+                unreachable(gateway_url, cut)
+            fail(f"the gateway kept asking to retry for {RECONNECT_SECONDS:g} s; run {follow.run_id} may still finish")
+        time.sleep(wait)
 
 
 class _Retry(Exception):
@@ -123,6 +127,7 @@ class _Follow:
         self.run_id: str | None = None
         self.last_id: str | None = None
         self.started = False  # the gateway accepted the request once
+        self._streaming = False  # a stream was opened since reconnected() last asked
 
     def stream(self, console: Console | None) -> dict | None:
         if self.run_id is None:
@@ -140,7 +145,7 @@ class _Follow:
                 if resp.status_code >= 400:
                     resp.read()
                     refused(resp)
-                self.started = True
+                self.started = self._streaming = True
                 self.run_id = resp.headers.get("x-run-id", self.run_id)
                 try:
                     for sse in source.iter_sse():
@@ -154,3 +159,8 @@ class _Follow:
                 except (SSEError, ValueError):  # not an event stream, or not JSON in it
                     not_pmsearch(resp)
         return None
+
+    def reconnected(self) -> bool:
+        """Whether a stream was opened since the last call."""
+        opened, self._streaming = self._streaming, False
+        return opened
