@@ -1,4 +1,5 @@
-"""Load the demo mailbox into a running stack and make one API key per demo user."""
+"""Load the demo mailbox (or an evaluation set's own mail) into a running stack and make
+one API key per user."""
 
 from __future__ import annotations
 
@@ -29,6 +30,15 @@ DEMO_BUDGETS = {"search.agentic_max_steps": 2, "search.agentic_max_seconds": 90}
 
 
 def load_demo(stack: Stack, demo_dir: Path, console: Console) -> dict[str, str]:
+    return load_mailboxes(stack, demo_dir, DEMO_KEYS, stack.var_dir / "demo-keys.json", console)
+
+
+def load_mailboxes(
+    stack: Stack, root: Path, key_specs: dict[str, dict], keys_file: Path, console: Console
+) -> dict[str, str]:
+    """Import every ``<tenant>/<mailbox>/<folder>/`` under ``root`` (already loaded mail is
+    skipped), give its tenants the demo budgets and make the keys of ``key_specs``; the
+    keys are kept in ``keys_file`` and returned by label."""
     from cli.client import Admin
     from cli.ingest import ingest_path
     from services.searcher.ingest.readers import demo_mailboxes
@@ -36,17 +46,16 @@ def load_demo(stack: Stack, demo_dir: Path, console: Console) -> dict[str, str]:
 
     settings = CliSettings(gateway_url=stack.gateway_url, admin_token=stack.secrets.admin_token)
     admin = Admin(settings)
-    for tenant, mailbox, path in demo_mailboxes(demo_dir):
+    for tenant, mailbox, path in demo_mailboxes(root):
         totals = ingest_path(admin, path, tenant, mailbox, None, quiet=True)
         console.print(f"  {tenant}/{mailbox}: {totals['indexed']} new, {totals['duplicate'] + totals['unchanged']} already loaded")
     budgets = DEMO_BUDGETS
     if stack.run_seconds is not None:  # measured on this machine's model (cli/stack.py)
         budgets = {**budgets, "search.agentic_max_seconds": max(DEMO_BUDGETS["search.agentic_max_seconds"], stack.run_seconds)}
-    for tenant in {spec["tenant_id"] for spec in DEMO_KEYS.values()}:
+    for tenant in {spec["tenant_id"] for spec in key_specs.values()}:
         admin.call("PATCH", f"/v1/admin/tenants/{tenant}/settings", json=budgets)
-    keys_file = stack.var_dir / "demo-keys.json"
     keys = json.loads(keys_file.read_text()) if keys_file.exists() else {}
-    for label, spec in DEMO_KEYS.items():
+    for label, spec in key_specs.items():
         if label in keys and _works(stack, keys[label]):
             continue
         keys[label] = admin.call("POST", "/v1/admin/keys", json=spec)["key"]

@@ -1,4 +1,6 @@
-"""Check evals/demo.yaml against the demo mailbox.
+"""Check a question set against its mail: evals/demo.yaml against the demo mailbox, or a
+set that brings its own mail (``mail/<tenant>/<mailbox>/<folder>/`` beside it, as
+``evals/real/``; one key per mailbox, labelled ``tenant/mailbox``).
 
 Run from the repository root: ``.venv/bin/python evals/check_set.py [evals/demo.yaml]``.
 
@@ -37,7 +39,9 @@ KEYS = {
 }
 KINDS = {"answerable", "unanswerable", "other_mailbox", "other_tenant", "injected"}
 TAGS = {"worded_unlike", "latest_in_thread", "attachment", "figures", "dates", "codes", "links", "contradiction",
-        "near_miss", "injection", "quarantine", "isolation", "thread", "multi_message", "charset", "html"}
+        "near_miss", "injection", "quarantine", "isolation", "thread", "multi_message", "charset", "html",
+        # what a real-mail question exercises
+        "quoted", "patch", "signature", "forward", "newsletter", "notification", "list", "french", "german"}
 FIELDS = {"id", "key", "kind", "question", "facts", "supporting", "never", "tags"}
 OPTIONAL = {"note"}
 
@@ -46,29 +50,41 @@ def norm(s: str) -> str:
     return re.sub(r"\s+", " ", s).strip().casefold()
 
 
-def load_mail() -> list[dict]:
+def set_corpus(set_path: Path) -> tuple[Path, dict[str, tuple[str, set[str]]]]:
+    """The mail and the keys a set is asked with: its own (``keys.yaml`` and ``mail/``
+    beside it) or the demo mailbox's."""
+    corpus = set_path.parent / "mail"
+    if not corpus.is_dir():
+        return DEMO, KEYS
+    from cli.evaluation.corpus import corpus_keys
+
+    return corpus, {label: (s["tenant_id"], set(s["mailboxes"])) for label, s in corpus_keys(corpus).items()}
+
+
+def load_mail(corpus: Path) -> list[dict]:
     out = []
-    for p in sorted(DEMO.glob("*/*/*/*.eml")):
+    for p in sorted(corpus.glob("*/*/*/*.eml")):
         tenant, mailbox, folder = p.parts[-4], p.parts[-3], p.parts[-2]
         m = parse_message(p.read_bytes(), folder=folder)
         when = f"{m.date:%d %B %Y %H:%M} {m.date:%Y-%m-%d}" if m.date else ""
         text = "\n".join([m.subject or "", m.sender.name, m.sender.email, when, m.body_text or ""]
                          + [f"{a.filename}\n{a.text or ''}" for a in m.attachments])
         out.append({"id": m.rfc_message_id, "tenant": tenant, "mailbox": mailbox, "folder": folder,
-                    "visible": not m.quarantined, "text": norm(text), "path": str(p.relative_to(ROOT))})
+                    "visible": not m.quarantined, "text": norm(text), "path": str(p.resolve().relative_to(ROOT))})
     return out
 
 
 def main(path: str) -> int:
     cases = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
     assert isinstance(cases, list) and cases, "the file must be a non-empty YAML list"
-    mail = load_mail()
+    corpus, keys_by_label = set_corpus(Path(path))
+    mail = load_mail(corpus)
     by_id: dict[str, list[dict]] = {}
     for m in mail:
         by_id.setdefault(m["id"], []).append(m)
 
     def visible_to(key: str) -> list[dict]:
-        tenant, boxes = KEYS[key]
+        tenant, boxes = keys_by_label[key]
         return [m for m in mail if m["visible"] and m["tenant"] == tenant and m["mailbox"] in boxes]
 
     errors: list[str] = []
@@ -83,7 +99,7 @@ def main(path: str) -> int:
         if cid in seen:
             err("duplicate id")
         seen.add(cid)
-        if c["key"] not in KEYS:
+        if c["key"] not in keys_by_label:
             err(f"unknown key {c['key']}")
             continue
         if c["kind"] not in KINDS:
@@ -105,12 +121,12 @@ def main(path: str) -> int:
             err("facts and supporting go together")
 
         # supporting ids: exist, and visible to the key
-        tenant, boxes = KEYS[c["key"]]
+        tenant, boxes = keys_by_label[c["key"]]
         texts = []
         for sid in supporting:
             where = by_id.get(sid)
             if not where:
-                err(f"supporting id not in the demo mail: {sid}")
+                err(f"supporting id not in the mail: {sid}")
                 continue
             ok = [m for m in where if m["visible"] and m["tenant"] == tenant and m["mailbox"] in boxes]
             if not ok:

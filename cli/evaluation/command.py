@@ -16,6 +16,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from cli.client import admin_token_if_any
 from cli.evaluation import report, scoring
+from cli.evaluation.corpus import corpus_keys, set_corpus
 from cli.evaluation.drafts import DraftKeeper
 from cli.evaluation.questions import (
     EvalInputError,
@@ -68,11 +69,17 @@ def question_ids(value: str | None) -> list[str]:
 
 @contextlib.contextmanager
 def _target(opts: EvalOptions, settings: CliSettings, err: Console) -> Iterator[tuple[str, Path]]:
-    """(gateway URL, keys file): a running stack's, or one started here the way ``up`` does."""
+    """(gateway URL, keys file): a running stack's, or one started here the way ``up`` does.
+
+    A set that brings its own mail (``mail/`` beside it) is asked of a stack started here,
+    loaded with that mail and one key per mailbox."""
+    corpus = set_corpus(opts.set_path)
     if not opts.start:
+        if corpus is not None:
+            raise EvalInputError(f"{opts.set_path} brings its own mail ({corpus}): run it with --start")
         yield opts.gateway or settings.gateway_url, opts.keys or settings.var_dir / "demo-keys.json"
         return
-    from cli.demo import load_demo
+    from cli.demo import load_demo, load_mailboxes
     from cli.main import local_stack
 
     stack = local_stack(settings)
@@ -82,8 +89,13 @@ def _target(opts: EvalOptions, settings: CliSettings, err: Console) -> Iterator[
             stack.start()
         except (RuntimeError, TimeoutError) as exc:
             raise RuntimeError(str(exc).splitlines()[0] + f" (logs in {stack.log_dir}/)") from None
-        load_demo(stack, settings.demo_dir, err)
-        yield stack.gateway_url, opts.keys or stack.var_dir / "demo-keys.json"
+        if corpus is None:
+            load_demo(stack, settings.demo_dir, err)
+            yield stack.gateway_url, opts.keys or stack.var_dir / "demo-keys.json"
+        else:
+            keys_file = stack.var_dir / f"eval-keys-{opts.set_path.parent.name}.json"
+            load_mailboxes(stack, corpus, corpus_keys(corpus), keys_file, err)
+            yield stack.gateway_url, keys_file
     finally:
         stack.stop()
 
@@ -177,8 +189,9 @@ def run_eval(opts: EvalOptions, settings: CliSettings, out: Console, err: Consol
         raise EvalInputError("--concurrency must be at least 1 and --timeout positive")
     if opts.start and opts.gateway:
         raise EvalInputError("--start runs its own stack; leave out --gateway")
-    if settings.demo_dir.is_dir():
-        resolve_supporting(questions, corpus_message_ids(settings.demo_dir))
+    corpus = set_corpus(opts.set_path) or settings.demo_dir
+    if corpus.is_dir():
+        resolve_supporting(questions, corpus_message_ids(corpus))
     else:
         err.print(f"no demo mailbox at {settings.demo_dir}: citations are matched by schema-1 message ids only",
                   highlight=False, markup=False)

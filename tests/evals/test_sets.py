@@ -24,3 +24,20 @@ def test_the_quick_sample_names_24_answerable_and_8_must_not_answer_questions_of
     assert len(ids) == len(set(ids)) == 32
     assert set(ids) <= set(questions)
     assert sum(questions[i].answerable for i in ids) == 24
+
+
+def test_both_halves_of_the_real_set_agree_with_the_real_mail():
+    for half in ("evals/real/dev.yaml", "evals/real/test.yaml"):
+        run = subprocess.run([sys.executable, "evals/check_set.py", half], cwd=ROOT, capture_output=True, text=True, timeout=300)
+        assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
+
+
+def test_the_real_set_halves_are_as_split():
+    run = subprocess.run(["sha256sum", "-c", "SHA256SUMS"], cwd=ROOT / "evals/real", capture_output=True, text=True)
+    assert run.returncode == 0, run.stdout + run.stderr
+
+
+def test_no_question_is_in_both_halves_of_the_real_set():
+    dev = {q.id for q in load_questions(ROOT / "evals/real/dev.yaml")}
+    test = {q.id for q in load_questions(ROOT / "evals/real/test.yaml")}
+    assert dev and test and not dev & test
