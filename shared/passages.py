@@ -25,6 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field, create_model
 
 from shared import asked
 from shared.fencing import Fence
+from shared.mail_parts import split_mail
 from shared.messages import DraftSentence, EvidenceMessage
 from shared.steering import steers, without_steering
 from shared.textcache import cached_text
@@ -48,21 +49,9 @@ _STOP = frozenset(
     to was we were what when where which who why will with would you your about after before any all
     email emails mail mails message messages based give tell please""".split()
 )
-_QUOTED = re.compile(r"^\s*>.*$", re.M)
-# "On Mon, 11 Mar 2024 at 17:05, Dana wrote:" and the Outlook / German variants that
-# introduce a quoted copy: the rest of the body is the parent message again.
-_QUOTE_HEAD = re.compile(
-    r"^(?:On .{3,120} wrote:|Am .{3,120} schrieb .{1,120}:"
-    r"|-{2,} ?(?:Original Message|Ursprüngliche Nachricht) ?-{2,}|From: .+\n(?:Sent|Date): .+)\s*$",
-    re.M | re.I,
-)
-_SIGNATURE = re.compile(r"^-- ?$", re.M)
-# Greetings and sign-offs carry nothing a question asks about; a sign-off ends the
-# message's own words (a name, a title, a phone line follow).
-_GREETING = re.compile(r"^(?:dear|hi|hello|hallo|hey|good (?:morning|afternoon))\b[^\n]{0,60},?\s*$", re.I | re.M)
-_SIGN_OFF = re.compile(
-    r"^(?:kind regards|best regards|regards|best|thanks|thank you|many thanks|cheers"
-    r"|viele grüße|mit freundlichen grüßen|cordialement)[,!.]?\s*$",
+# Greetings carry nothing a question asks about.
+_GREETING = re.compile(
+    r"^(?:dear|hi|hello|hallo|hey|good (?:morning|afternoon)|bonjour|salut|guten (?:morgen|tag))\b[^\n]{0,60},?\s*$",
     re.I | re.M,
 )
 # A name alone on the last line after a blank one ("\n\nTom"): a sign-off without the
@@ -95,19 +84,12 @@ def _piece_stems(piece: str) -> frozenset[str]:
 
 @cached_text(maxsize=1024)
 def own_text(body: str) -> str:
-    """The message's own words: without the quoted parent, the signature and any
-    paragraph written to steer a model (:mod:`shared.steering`)."""
-    body = without_steering(body)
-    cut = _QUOTE_HEAD.search(body)
-    if cut:
-        body = body[: cut.start()]
-    for end in (_SIGNATURE, _SIGN_OFF):
-        cut = end.search(body)
-        if cut:
-            body = body[: cut.start()]
+    """The message's own words (:mod:`shared.mail_parts`): without what it quotes or
+    forwards, its signature, patch and list footer, and any paragraph written to steer a
+    model (:mod:`shared.steering`)."""
+    body = split_mail(without_steering(body)).own
     body = _NAME_LAST.sub("", body.rstrip() + "\n")
     body = _GREETING.sub("", body)
-    body = _QUOTED.sub("", body)
     return _BLANKS.sub("\n", _SPACES.sub(" ", body)).strip()
 
 

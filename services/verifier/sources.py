@@ -1,8 +1,10 @@
 """The run's stored evidence, prepared for matching: each part of each message normalised
 once (lazily, only when a sentence cites the message) and cut into word tokens.
 
-A message has searchable parts: its body (``part="body"``), each attachment's text
-(``"attachment:<name>"``) and its subject (``"subject"``), in that order of preference.
+A message has searchable parts: its body (``part="body"``: the sender's own words, a
+signature and a forwarded message, without what it quotes), each attachment's text
+(``"attachment:<name>"``), its subject (``"subject"``) and its patch (``"patch"``), in that
+order of preference.
 
 For the figures check each message gets, once and only when a sentence needs them, the
 keys of the figures of its parts, its sender and its date (which a sentence may fairly
@@ -22,6 +24,7 @@ from services.verifier.corrections import corrected_by
 from services.verifier.normalize import Normalized, find_phrase, normalize, normalize_with_map
 from services.verifier.question import MONTHS
 from services.verifier.support import cached_stem, done_form, in_english
+from shared.mail_parts import Kind, blank_except, split_mail
 from shared.messages import EvidenceMessage, Excerpt
 from shared.passages import own_text
 from shared.steering import blanked
@@ -203,7 +206,8 @@ class Source:
     def written_by(self, name: tuple[str, ...]) -> bool:
         """Whether the message is the words of ``name`` (lower-case words): its sender, or
         the sender of a message it forwards ("From: Tom Richter <tom@...>")."""
-        headers = [self.message.sender, *(m.group(1) for m in _FORWARDED_FROM.finditer(self.message.body))]
+        forwarded = (p.author for p in split_mail(self.message.body).parts if p.kind is Kind.FORWARDED and p.author)
+        headers = [self.message.sender, *forwarded]
         return any(all(_has_whole_word(h.casefold(), word) for word in name) for h in headers)
 
     def in_month(self, month: str) -> bool:
@@ -222,10 +226,18 @@ class Source:
 
     @classmethod
     def of(cls, message: EvidenceMessage) -> Source:
-        # Text written to steer a model supports nothing (see shared.steering).
-        parts = [Part("body", blanked(message.body))]
+        # Text written to steer a model supports nothing (see shared.steering). What a
+        # reply quotes (and the line that introduces it), a diffstat and a list's footer
+        # are not its sender's words: the quoted message supports what it says, when it
+        # is evidence, and never the reply that copies it. A patch supports a sentence
+        # about the code, after the prose.
+        body = blanked(message.body)
+        parts = [Part("body", blank_except(body, Kind.OWN, Kind.SIGNATURE, Kind.FORWARDED))]
         parts.extend(Part(f"attachment:{a.name}", blanked(a.text)) for a in message.attachments)
         parts.append(Part("subject", message.subject))
+        patch = blank_except(body, Kind.PATCH)
+        if patch.strip():
+            parts.append(Part("patch", patch))
         return cls(message, parts)
 
     def find_quote(self, fragments: list[str]) -> Excerpt | None:

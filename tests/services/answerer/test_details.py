@@ -236,3 +236,24 @@ def test_the_added_sentences_pass_verification() -> None:
                              list(evidence.values()))
     verdict = verify(Draft(sentences=completed), evidence, question=question)
     assert len(verdict.kept) == 3 and not verdict.removed, verdict.removed
+
+
+REVIEW = message(
+    "m-review",
+    "On Tue, 16 Nov 2010 06:51:17 -0800 Joe Perches <joe@perches.example>\nwrote:\n"
+    "> The lock in wdt_start() can go from 16 Nov 2010 on.\n\n"
+    "Not before 5.6, NAK: the timer callback runs without it on SMP.\n\n"
+    "---\n drivers/watchdog/wdt.c | 12 ++++++------\n 1 file changed, 6 insertions(+), 6 deletions(-)\n\n"
+    "-- \nWim Van Sebroeck\nwim@iguana.example | +32 2 555 0101\n",
+    subject="Re: [PATCH v2] watchdog: drop the lock", sender="Wim Van Sebroeck <wim@iguana.example>",
+    date=datetime(2010, 11, 17, 9, 0, tzinfo=UTC),
+)
+
+
+@pytest.mark.parametrize("furniture", ["Joe Perches", "drivers/watchdog/wdt.c", "file changed", "+32 2 555 0101", "16 Nov 2010"])
+def test_no_attribution_diffstat_signature_or_quote_is_copied_as_a_detail(furniture) -> None:
+    added = detail_statements(
+        "What did Wim say about dropping the lock, and since when?",
+        answer("Wim rejected dropping the lock in the watchdog patch.", "m-review"), [REVIEW],
+    )
+    assert all(furniture not in s.text for s in added)
