@@ -206,6 +206,14 @@ def split_mail(body: str) -> MailText:
     return MailText(_group(lines, kinds, authors))
 
 
+def searchable_text(text: str) -> str:
+    """What a search finds a piece of a body by (:attr:`MailText.searchable`); a piece
+    that is all quote keeps its first lines, so that it can still be found when the
+    message it quotes is not in the index."""
+    found = split_mail(text).searchable.strip()
+    return found or text[:300]
+
+
 @cached_text(maxsize=1024)
 def blank_except(body: str, *kinds: Kind) -> str:
     """``body`` with every line not of ``kinds`` blanked: the same length and offsets, so

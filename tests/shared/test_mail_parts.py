@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from services.searcher.ingest.parser import parse_message
-from shared.mail_parts import Kind, author_of, split_mail
+from shared.mail_parts import Kind, author_of, searchable_text, split_mail
 
 MAIL = Path(__file__).resolve().parents[2] / "evals" / "real" / "mail"
 
@@ -170,3 +170,17 @@ def test_pgp_armour_is_not_the_senders_words():
 )
 def test_the_author_is_read_off_the_attribution(line, name):
     assert author_of(line) == name
+
+
+@pytest.mark.parametrize(
+    "text,searchable",
+    [
+        ("Thanks, booked.\n\nOn Tue, 12 Mar 2024 at 16:40, Alice <a@x.example> wrote:\n> Can you book it?", "Thanks, booked."),
+        ("Danke!\nAm 3. April 2024 schrieb Jürgen Hüber:\n> Hallo", "Danke!"),
+        ("> only a quote", "> only a quote"),  # nothing else to find it by
+        ("a > b is fine\nOn time delivery wrote records", "a > b is fine\nOn time delivery wrote records"),
+    ],
+    ids=["reply", "german_reply", "all_quote", "look_alikes"],
+)
+def test_a_piece_of_a_body_is_found_by_its_senders_words(text, searchable):
+    assert searchable_text(text) == searchable

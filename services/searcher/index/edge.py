@@ -156,11 +156,21 @@ class EdgeIndex:
         for field in layout.LEGACY_FIELDS:
             if field in indexed:
                 shard.update(qe.UpdateOperation.delete_field_index(field))
+        if version is None or version < layout.KEYWORDS_OWN_WORDS:
+            moved = max(moved, self._rederive_keywords())
         marker = qe.Point(layout.SCHEMA_POINT_ID, {}, {layout.SCHEMA_FIELD: layout.SCHEMA_VERSION})
         shard.update(qe.UpdateOperation.upsert_points([marker]))
         shard.flush()
         if moved:
             log.info("index at %s migrated to schema %d: %d points", self.path, layout.SCHEMA_VERSION, moved)
+
+    def _rederive_keywords(self) -> int:
+        done = 0
+        for batch in layout.rederived_keywords(self._all_payloads()):
+            vectors = [qe.PointVectors(pid, {layout.SPARSE: qe.SparseVector(*sparse)}) for pid, sparse in batch]
+            self.shard.update(qe.UpdateOperation.update_vectors(vectors))
+            done += len(batch)
+        return done
 
     def _check_embedder(self, embedder: str | None) -> None:
         """Check (or record) the embedder, and learn (or give) the index's id."""
@@ -196,7 +206,7 @@ class EdgeIndex:
     def upsert(self, chunks: Sequence[Chunk]) -> None:
         points, counted = [], []
         for chunk in chunks:
-            indices, values = bm25.document_vector(chunk.payload.text)
+            indices, values = bm25.document_vector(layout.keyword_text(chunk.payload.kind, chunk.payload.text))
             payload = layout.payload_of(chunk)
             points.append(self._point(chunk, payload, indices, values))
             counted.append((chunk.point_id, group_of(payload), indices))

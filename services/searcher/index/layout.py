@@ -10,8 +10,9 @@ from __future__ import annotations
 import json
 import uuid
 from dataclasses import dataclass
-from typing import Any, Hashable, Iterable
+from typing import Any, Hashable, Iterable, Iterator
 
+from services.searcher.index import bm25
 from services.searcher.index.base import (
     POINT_NAMESPACE,
     Chunk,
@@ -21,6 +22,7 @@ from services.searcher.index.base import (
     delivery_key,
     single_delivery,
 )
+from shared.mail_parts import searchable_text
 
 DENSE = "dense"
 SPARSE = "bm25"
@@ -43,7 +45,11 @@ FLOAT_FIELDS = ("date_ts",)
 # Message-ID). Version 2: deliveries and content digests. The version lives in the
 # collection itself, on a point with no vector and no tenant (so no filter ever matches
 # it); an index without it that holds points was written by version 1.
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
+# Version 3: a body point's keyword (BM25) vector is made from the sender's own words
+# (:func:`keyword_text`), not from what the message quotes; an older index has its
+# keyword vectors made again when opened (payloads, dense vectors and ids untouched).
+KEYWORDS_OWN_WORDS = 3
 SCHEMA_FIELD = "pmsearch_schema"
 SCHEMA_POINT_ID = str(uuid.uuid5(POINT_NAMESPACE, "pmsearch schema version"))
 LEGACY_FIELDS = ("mailbox", "folder")
@@ -218,6 +224,29 @@ def migration_groups(points: Iterable[tuple[Hashable, dict[str, Any] | None]]) -
 
 def _lower(values: tuple[str, ...]) -> tuple[str, ...]:
     return tuple(v.lower() for v in values)
+
+
+def keyword_text(kind: str | None, text: str) -> str:
+    """The text a point's keyword vector is made from: for a piece of a body, what its
+    sender wrote (and its patch, and a message it forwards), not what it quotes."""
+    return searchable_text(text) if kind == "body" else text
+
+
+def rederived_keywords(
+    points: Iterable[tuple[Hashable, dict[str, Any] | None]],
+) -> Iterator[list[tuple[Hashable, tuple[list[int], list[float]]]]]:
+    """Batches of (point id, keyword vector made again by :func:`keyword_text`) for
+    every mail point of ``points`` (the schema marker has no tenant)."""
+    batch: list[tuple[Hashable, tuple[list[int], list[float]]]] = []
+    for point_id, payload in points:
+        if not payload or TENANT_FIELD not in payload:
+            continue
+        batch.append((point_id, bm25.document_vector(keyword_text(payload.get("kind"), payload.get("text") or ""))))
+        if len(batch) >= UPSERT_BATCH:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
 
 
 def payload_of(chunk: Chunk) -> dict[str, Any]:

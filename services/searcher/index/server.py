@@ -110,10 +110,23 @@ class ServerIndex:
         for field in layout.LEGACY_FIELDS:
             if field in indexed:
                 self.client.delete_payload_index(self.collection, field, wait=True)
+        if version is None or version < layout.KEYWORDS_OWN_WORDS:
+            moved = max(moved, self._rederive_keywords())
         marker = models.PointStruct(id=layout.SCHEMA_POINT_ID, vector={}, payload={layout.SCHEMA_FIELD: layout.SCHEMA_VERSION})
         self.client.upsert(self.collection, [marker], wait=True)
         if moved:
             log.info("collection %s migrated to schema %d: %d points", self.collection, layout.SCHEMA_VERSION, moved)
+
+    def _rederive_keywords(self) -> int:
+        done = 0
+        for batch in layout.rederived_keywords(self._all_payloads()):
+            vectors = [
+                models.PointVectors(id=pid, vector={layout.SPARSE: models.SparseVector(indices=sparse[0], values=sparse[1])})
+                for pid, sparse in batch
+            ]
+            self.client.update_vectors(self.collection, points=vectors, wait=True)
+            done += len(batch)
+        return done
 
     def _all_payloads(self):
         offset = None
@@ -148,7 +161,7 @@ class ServerIndex:
     def _point(self, chunk: Chunk) -> models.PointStruct:
         if len(chunk.dense) != self.dim:
             raise ValueError(f"dense vector has {len(chunk.dense)} dimensions, index has {self.dim}")
-        indices, values = bm25.document_vector(chunk.payload.text)
+        indices, values = bm25.document_vector(layout.keyword_text(chunk.payload.kind, chunk.payload.text))
         return models.PointStruct(
             id=chunk.point_id,
             vector={

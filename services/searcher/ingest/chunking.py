@@ -10,11 +10,6 @@ from __future__ import annotations
 import re
 
 _PARAGRAPHS = re.compile(r"\n\s*\n")
-# "On Tue, 12 Mar 2024 at 16:40, Alice wrote:" / "Am ... schrieb ...:" / "Le ... a écrit :"
-_ATTRIBUTION = re.compile(
-    r"^(on|am|le|el|il|op)\b.{0,160}\b(wrote|schrieb|a écrit|escribió|ha scritto|schreef)\b.{0,100}:$",
-    re.IGNORECASE,
-)
 _SENTENCES = re.compile(r"(?<=[.!?])\s+|\n")
 
 
@@ -96,15 +91,3 @@ def _tail(chunk: str, overlap: int) -> str:
         return tail[m.end():].strip()
     space = tail.find(" ")
     return tail[space + 1:].strip() if space >= 0 else ""
-
-
-def strip_quoted(text: str, fallback_chars: int = 300) -> str:
-    """The text without ``>``-quoted lines and their "On ... wrote:" lines.
-
-    Used for the text that is embedded, not the text that is stored: a reply's quote is
-    its parent's text, which has its own vector already, and the embedder's time is the
-    ingest bottleneck. A chunk that is all quote keeps its first ``fallback_chars``.
-    """
-    kept = [ln for ln in text.split("\n") if not ln.lstrip().startswith(">") and not _ATTRIBUTION.match(ln.strip())]
-    stripped = re.sub(r"\n{3,}", "\n\n", "\n".join(kept)).strip()
-    return stripped or text[:fallback_chars]

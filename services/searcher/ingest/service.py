@@ -23,11 +23,12 @@ from pydantic import BaseModel, ConfigDict, Field
 from services.searcher.embedding import Embedder
 from services.searcher.errors import IngestError
 from services.searcher.index.base import Chunk, ChunkPayload, IndexFilter, MailIndex, delivery_key
-from services.searcher.ingest.chunking import split_text, strip_quoted
+from services.searcher.ingest.chunking import split_text
 from services.searcher.ingest.identity import content_digest, same_content
 from services.searcher.ingest.limits import IngestLimits
 from services.searcher.ingest.sandbox import sandbox_for
 from services.searcher.ingest.schemas import ParsedMessage, message_key, thread_key
+from shared.mail_parts import searchable_text
 from shared.messages import IngestItem
 
 log = logging.getLogger(__name__)
@@ -289,7 +290,9 @@ class Ingester:
         for n, text in enumerate(split_text(msg.body_text, self.chunk_chars) or [""]):
             payload = ChunkPayload(**base, kind="body", chunk_no=n, text=text,
                                    source_text=msg.body_text if n == 0 else None)
-            out.append((payload, f"{msg.subject}\n\n{strip_quoted(text)}"))
+            # A reply's quote is its parent's text, which has its own vector, and the
+            # embedder's time is the ingest bottleneck: the sender's own words are embedded.
+            out.append((payload, f"{msg.subject}\n\n{searchable_text(text)}"))
         for att, name in zip(msg.attachments, names):
             if not att.text:
                 continue

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from services.searcher.ingest.chunking import split_text, strip_quoted
+from services.searcher.ingest.chunking import split_text
 
 
 def test_short_and_empty_text():
@@ -34,11 +34,3 @@ def test_text_without_spaces_is_cut_hard():
     assert [len(c) for c in chunks] == [300, 300, 300, 100]
     chunks = split_text("word " * 200, 100)
     assert all(len(c) <= 100 for c in chunks)
-
-
-def test_strip_quoted():
-    text = "Thanks, booked.\n\nOn Wed, 03 Apr 2024 at 13:36, Dana Weber wrote:\n> Hi Bob,\n>\n> good news"
-    assert strip_quoted(text) == "Thanks, booked."
-    assert strip_quoted("Danke!\nAm 3. April 2024 schrieb Jürgen Hüber:\n> Hallo") == "Danke!"
-    assert strip_quoted("> only a quote") == "> only a quote"  # nothing else to embed
-    assert strip_quoted("a > b is fine\nOn time delivery wrote records") == "a > b is fine\nOn time delivery wrote records"
