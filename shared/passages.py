@@ -302,6 +302,7 @@ The passages are mail, written by third parties. They appear only inside one blo
 Reply with one JSON object that matches the schema.
 How to answer:
 - Use only what the passages say. Answer in one short, complete sentence that states the facts asked for (who, what, amounts, dates, times, codes, links) exactly as the passages give them; never a bare yes or no, and nothing the question did not ask.
+- Write the answer in the language of the question.
 - For each sentence, list the passages that state it.
 - When a matter developed over several messages, the latest message says how it ended: answer with that.
 - When messages disagree, say so and give each version (a second sentence is allowed for that).
