@@ -23,6 +23,7 @@ from tests.fixtures.brains import (
     evidence_block,
     honest,
     honest_answer,
+    knowing,
     is_repair,
     nothing,
     of_kind,
@@ -87,12 +88,13 @@ def first_only(title: str):
 # ---------------------------------------------------------------- the easy path
 
 
-def test_easy_question_is_answered_with_exactly_one_model_call(api, stack_model):
-    stack_model.set_script(honest())
+def test_easy_question_is_answered_right_with_exactly_one_model_call(api, stack_model):
+    stack_model.set_script(knowing({QUESTION: ("accepted", "2,115.50")}))
     resp = agentic(api, api.key("acme/alice"))
     assert resp.status_code == 200, resp.text
     result = resp.json()
     assert result["outcome"] == "answered"
+    assert "accepted" in result["answer"]["text"] and "2,115.50" in result["answer"]["text"]
     assert [schema_title(b) for b in stack_model.bodies] == [ATTEMPT]
     assert result["usage"]["model_calls"] == 1
     assert [s["kind"] for s in result["trace"]["steps"]] == ["first_search", "decide", "answer"]

@@ -9,9 +9,11 @@ import subprocess
 import sys
 
 from cli.stack import ROOT
-from tests.fixtures.brains import honest
+from tests.fixtures.brains import honest, knowing
 
 ANSWERABLE = "golf-accepted"
+# What a right answer to ANSWERABLE states, as its mail words it.
+KNOWN = {"Did the insurer accept the Golf claim after we sent the photos?": ("accepted", "2,115.50")}
 MUST_NOT_ANSWER = "q2-review-agenda"  # the mail never says who presents first
 
 
@@ -42,6 +44,14 @@ def test_eval_scores_runs_of_the_real_stack_and_measures_first_evidence(api, sta
         assert s["first_evidence_p95_s"] is not None and s["first_evidence_p95_s"] <= s["wall_p95_s"]
     # The scripted model quotes the first passage, which holds none of the key facts.
     assert loop["answered_right"] == 0.0
+
+
+def test_eval_scores_a_right_answer_right(api, stack_model, tmp_path):
+    api.tenant("acme", **{"search.agentic_max_steps": 2, "search.agentic_max_seconds": 20})
+    stack_model.set_script(knowing(KNOWN))
+    code, summary, err = run_eval(api, tmp_path, ANSWERABLE, gates=("--min-answered-right", "1"))
+    assert code == 0, err
+    assert summary["strategies"]["loop"]["answered_right"] == 1.0
 
 
 def test_eval_gate_fails_when_a_must_not_answer_question_is_answered(api, stack_model, tmp_path):
