@@ -9,6 +9,10 @@ measured here before a model run.
 
     .venv/bin/python evals/passage_view.py [--set evals/demo.yaml] [--data var/data] [--show ID]
 
+A set that brings its own mail (``evals/real/dev.yaml``) is read with one key per
+mailbox; point ``--data`` at the data folder of a stack that loaded it (``pmsearch eval
+--start`` with ``PM_VAR_DIR``).
+
 Reads a copy of the index (the running searcher holds the original's lock). The last
 line of stdout is one JSON object.
 """
@@ -28,6 +32,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from cli.demo import DEMO_KEYS  # noqa: E402
+from cli.evaluation.corpus import corpus_keys, set_corpus  # noqa: E402
 from cli.evaluation.questions import corpus_message_ids, load_questions, resolve_supporting  # noqa: E402
 from cli.evaluation.scoring import contains  # noqa: E402
 from services.planner.service import first_search  # noqa: E402
@@ -41,8 +46,8 @@ from shared.scope import Scope  # noqa: E402
 from shared.settings import SearcherSettings  # noqa: E402
 
 
-def _scope(label: str) -> Scope:
-    key = DEMO_KEYS[label]
+def _scope(label: str, keys: dict[str, dict]) -> Scope:
+    key = keys[label]
     return Scope(tenant_id=key["tenant_id"], principal=key["principal"], mailboxes=tuple(key["mailboxes"]),
                  expires_at=time.time() + 3600)
 
@@ -60,7 +65,9 @@ def main() -> int:
     P.MAX_PASSAGES, P.PASSAGE_CHARS = args.max_passages, args.piece_chars
 
     questions = [q for q in load_questions(args.set) if q.facts]
-    resolve_supporting(questions, corpus_message_ids(args.demo))
+    corpus = set_corpus(args.set)
+    keys = corpus_keys(corpus) if corpus is not None else DEMO_KEYS
+    resolve_supporting(questions, corpus_message_ids(corpus or args.demo))
     with tempfile.TemporaryDirectory() as tmp:
         shutil.copytree(args.data / "qdrant-edge", Path(tmp) / "qdrant-edge")
         settings = SearcherSettings(data_dir=Path(tmp), scope_key="x" * 32)
@@ -69,7 +76,7 @@ def main() -> int:
         runner = ToolRunner(ScopedMailRepository(index, QueryEmbeddingCache(embedder, 256)))
         rows = []
         for q in questions:
-            done = runner.run(_scope(q.key), first_search(q.question))
+            done = runner.run(_scope(q.key, keys), first_search(q.question))
             shown = P.build(q.question, done.evidence, budget=args.budget)
             text = "\n".join(f"{p.header}\n{p.text}" for p in shown)
             in_view = {p.message_id for p in shown}

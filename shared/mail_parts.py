@@ -206,6 +206,28 @@ def split_mail(body: str) -> MailText:
     return MailText(_group(lines, kinds, authors))
 
 
+def forwarded(body: str) -> list[tuple[str, str]]:
+    """(author, text) of each message ``body`` forwards, without its banner and header
+    block: evidence in its author's words that the index may hold nowhere else."""
+    out = []
+    for part in split_mail(body).parts:
+        if part.kind is Kind.FORWARDED:
+            text = _after_headers(part.text.split("\n"))
+            if text:
+                out.append((part.author, text))
+    return out
+
+
+def _after_headers(lines: list[str]) -> str:
+    """The text after a forward's banner and the header block under it (up to the first
+    blank line after a header field); after the banner alone when there is no block."""
+    fields = [k for k, line in enumerate(lines[:16]) if _HEADER_FIELD.match(line)]
+    start = 1
+    if fields:
+        start = next((k for k in range(fields[0], len(lines)) if not lines[k].strip()), len(lines))
+    return "\n".join(lines[start:]).strip()
+
+
 def searchable_text(text: str) -> str:
     """What a search finds a piece of a body by (:attr:`MailText.searchable`); a piece
     that is all quote keeps its first lines, so that it can still be found when the

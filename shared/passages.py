@@ -25,7 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field, create_model
 
 from shared import asked
 from shared.fencing import Fence
-from shared.mail_parts import split_mail
+from shared.mail_parts import forwarded, split_mail
 from shared.messages import DraftSentence, EvidenceMessage
 from shared.steering import steers, without_steering
 from shared.textcache import cached_text
@@ -99,7 +99,7 @@ class Passage:
     message_id: str
     thread_id: str
     thread_ref: str  # "T1", "T2", ...: how the model names the thread
-    part: str  # "body" or "attachment:<name>"
+    part: str  # "body", "attachment:<name>" or "forwarded:<who>"
     text: str
     header: str  # date, sender, subject, place in thread
 
@@ -179,6 +179,11 @@ def _cover_note(pieces: list[tuple[str, str]]) -> bool:
 
 def _message_pieces(m: EvidenceMessage) -> list[tuple[str, str]]:
     pieces = [("body", p) for p in _text_pieces(m.body, True, PASSAGE_CHARS)]
+    # A forwarded message is its author's words, shown as such: the forwarder's own
+    # words are the body, and the index rarely holds the original.
+    for author, text in forwarded(without_steering(m.body)):
+        label = f"forwarded:forwarded from {author}" if author else "forwarded:a forwarded message"
+        pieces += [(label, p) for p in _text_pieces(text, False, PASSAGE_CHARS)]
     for a in m.attachments:
         pieces += [(f"attachment:{a.name}", p) for p in _text_pieces(a.text, False, PASSAGE_CHARS)]
     return pieces

@@ -72,11 +72,14 @@ def _target(opts: EvalOptions, settings: CliSettings, err: Console) -> Iterator[
     """(gateway URL, keys file): a running stack's, or one started here the way ``up`` does.
 
     A set that brings its own mail (``mail/`` beside it) is asked of a stack started here,
-    loaded with that mail and one key per mailbox."""
+    loaded with that mail and one key per mailbox, or of a running stack that holds it
+    when ``--keys`` names that stack's keys for it."""
     corpus = set_corpus(opts.set_path)
     if not opts.start:
-        if corpus is not None:
-            raise EvalInputError(f"{opts.set_path} brings its own mail ({corpus}): run it with --start")
+        if corpus is not None and opts.keys is None:
+            raise EvalInputError(
+                f"{opts.set_path} brings its own mail ({corpus}): run it with --start, or with --keys of a stack that holds it"
+            )
         yield opts.gateway or settings.gateway_url, opts.keys or settings.var_dir / "demo-keys.json"
         return
     from cli.demo import load_demo, load_mailboxes

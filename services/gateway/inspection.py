@@ -76,7 +76,7 @@ class RunView(BaseModel):
 
 def part_text(message: EvidenceMessage, part: str) -> str | None:
     """The stored text an excerpt's ``part`` names (as the verifier names parts)."""
-    if part == "body":
+    if part in ("body", "patch"):  # the verifier's patch part keeps the body's offsets
         return message.body
     if part == "subject":
         return message.subject

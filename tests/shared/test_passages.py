@@ -90,6 +90,14 @@ def test_an_attachment_passage_is_labelled_with_its_name():
     assert p.text.startswith("[decision.pdf] Decision on the Golf claim")
 
 
+def test_a_forwarded_message_is_shown_as_its_authors_words():
+    body = ("Tom, see below.\n\n---------- Forwarded message ---------\nFrom: Sabine Roth <sabine@northwind.example>\n"
+            "Date: Mon, 4 Mar 2024\nSubject: Golf\n\nWe have decided on the Golf claim: it is accepted.\n")
+    (p,) = P.build(QUESTION, [msg("m1", body, sender="Dana <dana@acme.example>")])
+    assert "[forwarded from Sabine Roth] We have decided on the Golf claim: it is accepted." in p.text
+    assert "From:" not in p.text and "Forwarded message" not in p.text
+
+
 def test_a_short_cover_note_is_shown_with_its_attachment():
     report = EvidenceAttachment(
         name="kpi.html", text="KPI | March | February\nOn-time delivery | 94.1% | 95.6%\nDamage rate | 0.31% | 0.22%"
