@@ -120,6 +120,13 @@ _FOOTER_TEXT = re.compile(
     r"|To post to this group|liste de diffusion|Mailingliste",
     re.I,
 )
+# A footer without a rule over it starts as lists and groups word it.
+_FOOTER_START = re.compile(
+    r"^\s*(?:To unsubscribe|You received this message because|To post to this group|For more options, visit"
+    r"|Pour vous désinscrire|Pour vous désabonner|Um (?:sich )?(?:von )?(?:der|dieser) Liste abzumelden"
+    r"|\S*https?://\S*(?:listinfo|mailman)/)",
+    re.I,
+)
 _ADDRESS = re.compile(r"<?[\w.+-]+@[\w-]+(?:\.[\w-]+)+>?")
 _DATEISH = re.compile(r"\d")
 
@@ -327,8 +334,7 @@ def _classify(lines: list[str]) -> tuple[list[Kind], list[str]]:
         if _FOOTER_RULE.match(line) and any(_FOOTER_TEXT.search(x) for x in lines[i + 1 : i + 6]):
             _mark(kinds, authors, i, n, Kind.FOOTER)
             break
-        tail = line + "".join(lines[i + 1 : i + 4])
-        if _FOOTER_TEXT.search(line) and _rest_is_short(lines, i + 1, 4) and re.search(r"https?://|@", tail):
+        if _FOOTER_START.match(line) and _rest_is_short(lines, i + 1, 4):
             _mark(kinds, authors, i, n, Kind.FOOTER)
             break
         if _SIGN_OFF.match(line) and _rest_is_short(lines, i + 1, 6):

@@ -111,6 +111,9 @@ KEPT = [
     ("german_sentence", "Er schrieb: das passt so.\n"),
     ("dashes_not_a_diffstat", "Agenda\n---\nItem one is the budget.\n"),
     ("minus_line_not_a_patch", "--- see below ---\nThe budget is fine.\n"),
+    ("footer_words_in_a_sentence", "Please send the v3 to the mailing list at linux-watchdog@vger.kernel.org.\n"
+                                   "I will review it there on Monday.\nThe binding needs a second look too.\n"
+                                   "And the DT schema.\nAnd the example.\n"),
     ("thanks_mid_message", "Thanks!\n\nThe budget is fine, and the plan too.\nWe meet on Monday at ten.\nBring the slides.\n"
                            "And the minutes.\nAnd the coffee.\nAnd the keys.\nAnd the badge.\n"),
 ]
