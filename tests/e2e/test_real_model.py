@@ -1,43 +1,50 @@
-"""The real embedded model (Qwen2.5-Coder-1.5B on llama.cpp's server) answering a subset
-of the labelled set through the whole stack, every service its own process, scored by
-``pmsearch eval``.
+"""The real embedded model (Qwen2.5-Coder-1.5B on llama.cpp's server) answering a fixed
+random sample of each labelled set through the whole stack, every service its own
+process, scored by ``pmsearch eval``.
+
+The samples are drawn, not chosen because they pass: the demo set's is the first seven
+answerable and the first three must-not-answer questions of ``evals/quick.txt`` (itself
+a ``random.Random(7)`` draw), the real-mail set's eight questions of its ``dev`` half
+drawn with ``random.Random(35)``. Each has a floor on
+answered-right set below what the last measurement of those questions gave
+(docs/evaluation.md), so a change that costs answers shows here, and the gates of the
+set: no must-not question answered, citation precision at least 0.95.
 
 It checks what the model and the verifier do, not how fast: budgets here are generous
 so that a busy machine still meets them; speed belongs to ``pmsearch eval`` on the full
-set and to the benchmarks.
+sets and to the benchmarks.
 """
 
 from __future__ import annotations
 
 import json
+import random
 import subprocess
 import sys
+from pathlib import Path
 
 import httpx
 import pytest
 from rich.console import Console
 
-from cli.demo import load_demo
+from cli.demo import load_demo, load_mailboxes
+from cli.evaluation.command import question_ids
+from cli.evaluation.corpus import corpus_keys
+from cli.evaluation.questions import load_questions
 from cli.stack import ROOT, Stack
 from shared.llm.local_server import DEFAULT_MODEL
 from tests.fixtures.stack import DEMO
 
 pytestmark = [pytest.mark.real_model, pytest.mark.timeout(3600)]
 
-# A regression guard, not a quality measure: questions the embedded model answers right,
-# citing only supporting messages (or rightly refuses), on the last full evaluation, so a
-# change that breaks them shows here. The full set's figures are in docs/evaluation.md.
-SUBSET = [
-    "golf-police-number",
-    "laptop-asset",
-    "contoso-credit-note",
-    "vat-march",
-    "flight-manage-link",
-    "quarantine-bank-details",
-    "wifi-password",
-    "om-chairs-paid",
-    "ot-inv-0173-from-carol",
-]
+REAL = ROOT / "evals" / "real"
+_QUICK = {q.id: q for q in load_questions(ROOT / "evals/demo.yaml")}
+_QUICK_IDS = question_ids(f"@{ROOT / 'evals/quick.txt'}")
+DEMO_SAMPLE = [i for i in _QUICK_IDS if _QUICK[i].answerable][:7] + [i for i in _QUICK_IDS if not _QUICK[i].answerable][:3]
+# 6 of the 7 answered right in the last measurement of this head (docs/evaluation.md);
+# two runs of the same code differ by one or two of seven.
+DEMO_FLOOR = 0.5
+REAL_SAMPLE = random.Random(35).sample(sorted(q.id for q in load_questions(REAL / "dev.yaml")), 8)
 SLOW_MACHINE_BUDGET = {"search.agentic_max_steps": 2, "search.agentic_max_seconds": 300}
 
 
@@ -49,7 +56,9 @@ def real_stack(tmp_path_factory):
     try:
         stack.start()
         load_demo(stack, DEMO, Console(quiet=True))
-        for tenant in ("acme", "globex"):
+        keys = corpus_keys(REAL / "mail")
+        load_mailboxes(stack, REAL / "mail", keys, stack.var_dir / "real-keys.json", Console(quiet=True))
+        for tenant in {"acme", "globex", *(k["tenant_id"] for k in keys.values())}:
             httpx.patch(
                 f"{stack.gateway_url}/v1/admin/tenants/{tenant}/settings",
                 json=SLOW_MACHINE_BUDGET,
@@ -61,17 +70,19 @@ def real_stack(tmp_path_factory):
         stack.stop()
 
 
-def test_real_model_subset_meets_the_precision_and_refusal_gates(real_stack, tmp_path):
+def _eval(stack: Stack, set_path: Path, keys: Path, ids: list[str], floor: float, out: Path) -> dict:
     proc = subprocess.run(
         [
             sys.executable, "-m", "cli.main", "eval",
-            "--gateway", real_stack.gateway_url,
-            "--keys", str(real_stack.var_dir / "demo-keys.json"),
-            "--only", ",".join(SUBSET),
-            "--out", str(tmp_path),
+            "--set", str(set_path),
+            "--gateway", stack.gateway_url,
+            "--keys", str(keys),
+            "--only", ",".join(ids),
+            "--out", str(out),
             "--timeout", "400",
             "--min-precision", "0.95",
             "--max-wrongly-answered", "0",
+            "--min-answered-right", str(floor),
         ],
         capture_output=True, text=True, cwd=ROOT, timeout=3600,
     )
@@ -79,4 +90,9 @@ def test_real_model_subset_meets_the_precision_and_refusal_gates(real_stack, tmp
     assert proc.returncode == 0, f"{proc.stderr[-2000:]}\n{summary}"
     loop = summary["strategies"]["loop"]
     assert loop["outcomes"].get("error", 0) == 0, loop
-    assert loop["answered_right"] > 0, f"{loop['outcomes']} {loop}"  # the model answers, not only refuses
+    return loop
+
+
+def test_the_demo_sample_meets_its_floor_and_the_gates(real_stack, tmp_path):
+    loop = _eval(real_stack, ROOT / "evals/demo.yaml", real_stack.var_dir / "demo-keys.json", DEMO_SAMPLE, DEMO_FLOOR, tmp_path)
+    assert loop["answerable"] == 7 and loop["runs"] == 10
