@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -104,7 +105,8 @@ def _target(opts: EvalOptions, settings: CliSettings, err: Console) -> Iterator[
 
 
 def _ask(
-    gateway: str, questions: list[Question], keys: dict[str, str], opts: EvalOptions, err: Console, keeper: DraftKeeper
+    gateway: str, questions: list[Question], keys: dict[str, str], opts: EvalOptions, err: Console, keeper: DraftKeeper,
+    out_dir: Path,
 ) -> list[RunRecord]:
     strategies = ("loop", "single_shot") if opts.baseline else ("loop",)
     by_id = {q.id: q for q in questions}
@@ -116,9 +118,16 @@ def _ask(
     ) as progress:
         task = progress.add_task("asking", total=len(questions) * len(strategies))
 
+        out_dir.mkdir(parents=True, exist_ok=True)
+        partial = out_dir / "runs.jsonl"
+
         def done(record: RunRecord) -> None:
             q = by_id[record.question_id]
             keeper.keep(record.run_id)
+            # Each run as it ends: an evaluation cut short (hours on two cores) keeps
+            # what it asked.
+            with partial.open("a", encoding="utf-8") as f:
+                f.write(json.dumps(report.question_row(q, record), default=str) + "\n")
             if q.answerable:
                 tally[record.strategy][1] += 1
                 tally[record.strategy][0] += scoring.answered_right(q, record.result)
@@ -205,7 +214,7 @@ def run_eval(opts: EvalOptions, settings: CliSettings, out: Console, err: Consol
         _reachable(gateway)
         check_caps(gateway, settings, questions, 2 if opts.baseline else 1)
         keeper = DraftKeeper.for_local_stack(settings.var_dir, settings.redis_port, out_dir)
-        records = _ask(gateway, questions, keys, opts, err, keeper)
+        records = _ask(gateway, questions, keys, opts, err, keeper, out_dir)
 
     by_id = {q.id: q for q in questions}
     strategies = list(dict.fromkeys(r.strategy for r in records))

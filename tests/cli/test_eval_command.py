@@ -59,6 +59,16 @@ def test_baseline_run_writes_reports_and_ends_with_one_json_line(gateway, tmp_pa
     assert "Traceback" not in run.stderr
 
 
+def test_each_run_is_written_as_it_ends_so_a_cut_evaluation_keeps_it(gateway, tmp_path):
+    run = pmsearch_eval(gateway, tmp_path, "--baseline")
+    assert run.returncode == 0, run.stderr
+    report = Path(json.loads(run.stdout.strip().splitlines()[-1])["report"])
+    lines = [json.loads(line) for line in (report.parent / "runs.jsonl").read_text().splitlines()]
+    assert len(lines) == 8 and {(r["id"], r["strategy"]) for r in lines} == {
+        (q["id"], q["strategy"]) for q in json.loads(report.read_text())["questions"]
+    }
+
+
 def test_only_reads_question_ids_from_a_file(gateway, tmp_path):
     ids = tmp_path / "ids.txt"
     ids.write_text("# two of the set\nclaim-accepted\ninjected-wire  # the injection\n")
