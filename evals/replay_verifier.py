@@ -20,6 +20,7 @@ import json
 import sys
 from pathlib import Path
 
+from cli.evaluation.corpus import set_corpus
 from cli.evaluation.drafts import admin_client, for_report
 from cli.evaluation.questions import corpus_message_ids, load_questions, resolve_supporting
 from cli.evaluation.runner import RunRecord
@@ -59,7 +60,8 @@ def main(report_path: str, answerer: bool = False) -> None:
     report = json.loads(Path(report_path).read_text())
     questions = {q.id: q for q in load_questions(Path(report["meta"]["set"]))}
     settings = cli_settings()
-    resolve_supporting(questions.values(), corpus_message_ids(settings.demo_dir))  # precision needs the ids
+    corpus = set_corpus(Path(report["meta"]["set"])) or settings.demo_dir
+    resolve_supporting(questions.values(), corpus_message_ids(corpus))  # precision needs the ids
     drafts = for_report(Path(report_path), admin_client(settings.var_dir, settings.redis_port))
     before: dict[str, list[RunRecord]] = {}
     after: dict[str, list[RunRecord]] = {}
