@@ -12,6 +12,7 @@ from services.verifier.normalize import collapse, find_phrase, normalize, normal
 from services.verifier.quotes import _DOUBLE_PAIRS
 from services.verifier.service import verify
 from services.verifier.splitter import split_sentences
+from shared.mail_parts import Kind, blank_except
 from shared.messages import Draft, DraftSentence, EvidenceMessage
 from tests.services.verifier.factory import M1, M2, message, request
 
@@ -40,7 +41,12 @@ def parts_of(msg: EvidenceMessage) -> dict[str, str]:
 
 
 def quoted(words: list[str], data: st.DataObject, min_words: int = 1) -> tuple[str, str]:
-    """A source made of ``words`` and a quote of whole consecutive words from it."""
+    """A source made of ``words`` and a quote of whole consecutive words from it.
+
+    The source must read as the sender's own words: generated text can start with ``>``
+    or form an attribution line, and quoted mail is not the sender's to be quoted by.
+    """
+    assume(blank_except(" ".join(words), Kind.OWN) == " ".join(words))
     start = data.draw(st.integers(0, len(words) - min_words))
     end = data.draw(st.integers(start + min_words, len(words)))
     return " ".join(words), " ".join(words[start:end])
