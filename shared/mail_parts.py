@@ -74,6 +74,12 @@ _WROTE_END = re.compile(
     r"|<[^<>\s@]+@[^<>\s]+>\s*(?:\[[^\]]{4,40}\])?\s*:|\[\d{4}-\d\d-\d\d[^\]]{0,20}\]\s*:)\s*$",
     re.I,
 )
+# A name alone before the verb, as Thunderbird writes it in French ("DANYACH-DESCHAMPS
+# Myriam a écrit :"): capitalised words or an address, nothing a sentence would start with.
+_NAME_WROTE = re.compile(
+    r"^\s*(?:[A-ZÀ-Ý][\w.'’-]*|<?[\w.+-]+@[\w.-]+>?)(?:\s+(?:[A-ZÀ-Ý][\w.'’-]*|<?[\w.+-]+@[\w.-]+>?)){0,4}"
+    r"\s+(?:a\s+écrit|wrote|schrieb)\s*:\s*$"
+)
 _QUOTE = re.compile(r"^[ \t]{0,3}>")
 # How a wrapped attribution starts: "On <date>", "Le <date>", a mutt "* Name", or a name and address.
 _OPENER = re.compile(r"^\s*(?:On|Le|Am|El|Il|Op|Den|\*)\s|^[^.!?]{0,80}<[^<>\s@]+@[^<>\s]+>\s*$", re.I)
@@ -105,6 +111,10 @@ _SIGN_OFF = re.compile(
 )
 _SENT_FROM = re.compile(r"^\s*(?:Sent from my |Get Outlook for |Envoyé de mon |Gesendet von meinem )", re.I)
 _DIFFSTAT_LINE = re.compile(r"^\s*\S.*\s\|\s+(?:\d+\s*[-+]*|Bin\b.*)\s*$")
+# A cover letter's shortlog ("Yang Xiwen (2):" and its patches' subjects, indented) comes
+# before its diffstat; b4 ends it with the commit the series applies to.
+_SHORTLOG = re.compile(r"^\S.{0,60} \(\d+\):\s*$")
+_SERIES_TAIL = re.compile(r"^(?:base-commit|change-id|prerequisite-[\w-]+):\s+\S+\s*$")
 _DIFFSTAT_END = re.compile(r"^\s*\d+ files? changed(?:, \d+ insertions?\(\+\))?(?:, \d+ deletions?\(-\))?\s*$")
 _PATCH_START = re.compile(r"^(?:diff --git |diff -[a-zA-Z]+ |Index: \S|--- (?:a/)?\S+.*$|@@ -\d+(?:,\d+)? \+\d+(?:,\d+)? @@)")
 # OpenPGP's clear-signing armour and Mailman's marker for a scrubbed attachment.
@@ -127,6 +137,7 @@ _FOOTER_START = re.compile(
     r"|\S*https?://\S*(?:listinfo|mailman)/)",
     re.I,
 )
+_SENTENCE = re.compile(r"\w\w[.!?]\s*$")
 _ADDRESS = re.compile(r"<?[\w.+-]+@[\w-]+(?:\.[\w-]+)+>?")
 _DATEISH = re.compile(r"\d")
 
@@ -148,7 +159,7 @@ def _attribution_at(lines: list[str], i: int) -> tuple[int, bool]:
             return 0, False
         quoted = _quote_follows(lines, i + n)
         client = _WROTE.match(chunk)
-        if client and client.end() >= len(chunk.rstrip()) - 1:
+        if (client and client.end() >= len(chunk.rstrip()) - 1) or (n == 1 and _NAME_WROTE.match(chunk)):
             return n, not quoted
         if quoted and _WROTE_END.search(lines[i + n - 1].strip()):
             return n, False
@@ -294,11 +305,21 @@ def _classify(lines: list[str]) -> tuple[list[Kind], list[str]]:
                 j += 1
             i = j
             continue
-        if line.rstrip() == "---" and i + 1 < n and (_DIFFSTAT_LINE.match(lines[i + 1]) or _DIFFSTAT_END.match(lines[i + 1])):
-            j = i + 1
-            while j < n and (_DIFFSTAT_LINE.match(lines[j]) or _DIFFSTAT_END.match(lines[j])
-                             or lines[j].lstrip().startswith(("create mode", "delete mode", "rename ", "mode change"))):
-                j += 1
+        if _SHORTLOG.match(line) and _shortlog_end(lines, i) > i + 1:
+            j = _shortlog_end(lines, i)
+            _mark(kinds, authors, i, j, Kind.DIFFSTAT)
+            i = j
+            continue
+        if line.rstrip() == "---" and i + 1 < n and (_DIFFSTAT_LINE.match(lines[i + 1]) or _DIFFSTAT_END.match(lines[i + 1])
+                                                     or _SERIES_TAIL.match(lines[i + 1])):
+            j = _diffstat_end(lines, i + 1)
+            _mark(kinds, authors, i, j, Kind.DIFFSTAT)
+            i = j
+            continue
+        if _DIFFSTAT_LINE.match(line) and any(_DIFFSTAT_END.match(x) for x in lines[i : _diffstat_end(lines, i)]):
+            # A diffstat under a note after "---" ("v2: * Added notes ..."): its summary
+            # line ("1 file changed, 8 insertions(+)") tells it from prose with a "|".
+            j = _diffstat_end(lines, i)
             _mark(kinds, authors, i, j, Kind.DIFFSTAT)
             i = j
             continue
@@ -337,7 +358,9 @@ def _classify(lines: list[str]) -> tuple[list[Kind], list[str]]:
         if _FOOTER_START.match(line) and _rest_is_short(lines, i + 1, 4):
             _mark(kinds, authors, i, n, Kind.FOOTER)
             break
-        if _SIGN_OFF.match(line) and _rest_is_short(lines, i + 1, 6):
+        if _SIGN_OFF.match(line) and (
+            _rest_is_short(lines, i + 1, 6) or _rest_is_short(lines, i + 1, 8, sentences=False)
+        ):
             j = _until_quote(lines, i)
             _mark(kinds, authors, i, j, Kind.SIGNATURE)
             i = j
@@ -347,6 +370,32 @@ def _classify(lines: list[str]) -> tuple[list[Kind], list[str]]:
     return kinds, authors
 
 
+def _diffstat_end(lines: list[str], j: int) -> int:
+    """Where a diffstat starting at ``j`` ends (its summary, git's mode lines and b4's
+    "base-commit:" tail included)."""
+    while j < len(lines) and (
+        _DIFFSTAT_LINE.match(lines[j]) or _DIFFSTAT_END.match(lines[j]) or _SERIES_TAIL.match(lines[j])
+        or lines[j].rstrip() == "---"
+        or lines[j].lstrip().startswith(("create mode", "delete mode", "rename ", "mode change"))
+    ):
+        j += 1
+    return j
+
+
+def _shortlog_end(lines: list[str], i: int) -> int:
+    """Where a cover letter's shortlog at ``i`` ends: its indented subjects, then the
+    diffstat under them; ``i + 1`` when no indented subject follows."""
+    j = i + 1
+    while j < len(lines) and lines[j][:1] in (" ", "\t") and lines[j].strip():
+        j += 1
+    if j == i + 1:
+        return j
+    k = j
+    while k < len(lines) and not lines[k].strip():
+        k += 1
+    return _diffstat_end(lines, k) if k < len(lines) and _DIFFSTAT_LINE.match(lines[k]) else j
+
+
 def _is_patch(lines: list[str], i: int) -> bool:
     line = lines[i]
     if line.startswith(("diff ", "Index: ", "@@ ")):
@@ -354,9 +403,11 @@ def _is_patch(lines: list[str], i: int) -> bool:
     return line.startswith("--- ") and i + 1 < len(lines) and lines[i + 1].startswith("+++ ")
 
 
-def _rest_is_short(lines: list[str], start: int, most: int) -> bool:
+def _rest_is_short(lines: list[str], start: int, most: int, sentences: bool = True) -> bool:
     """At most ``most`` non-blank own lines follow before the end or the next quote: the
-    tail of a sign-off (a name, a title, a phone number), not more of the message."""
+    tail of a sign-off (a name, a title, a phone number), not more of the message. A
+    longer tail (an office's address block) is a signature only when none of its lines
+    is a sentence (``sentences=False``)."""
     count = 0
     for k in range(start, len(lines)):
         line = lines[k]
@@ -366,7 +417,7 @@ def _rest_is_short(lines: list[str], start: int, most: int) -> bool:
             break
         if line.strip():
             count += 1
-            if count > most:
+            if count > most or (not sentences and _SENTENCE.search(line)):
                 return False
     return True
 

@@ -18,23 +18,40 @@ import re
 
 from shared.textcache import cached_text
 
-_MODEL = r"(?:ai|a\.i\.|assistant|assistants|chat ?bot|bot|language model|llm|gpt|agent|copilot)"
+# English, French and German: the languages of the mail pmsearch is measured on.
+_MODEL = (
+    r"(?:ai|a\.i\.|assistant|assistants|chat ?bot|bot|language model|llm|gpt|agent|copilot"
+    r"|ia|assistant(?:e)?s? ia|assistant(?:e)?s? virtuel(?:le)?s?|modèles? de langage"
+    r"|ki|ki-assistent(?:en)?|ki-agent(?:en)?|assistent(?:en)?|sprachmodell(?:e)?)"
+)
+_USER = r"(?:the\s+user|l['’]utilisateur|l['’]usager|(?:dem|den|der)\s+(?:nutzer|benutzer|anwender)(?:in)?s?)"
 _MARKS = re.compile(
     "|".join(
         (
             # Speaking to the model.
             rf"\b(?:note|message|notice|instructions?|attention)\s+(?:to|for)\s+(?:any|the|all|every)?\s*{_MODEL}s?\b",
-            rf"^\W*(?:{_MODEL}|system)\s*:",
+            rf"\b(?:note|message|avis|consignes?|instructions?)\s+(?:pour|à|aux?)\s+(?:l['’]|les?\s+|la\s+|tout\s+|toute\s+)?{_MODEL}\b",
+            rf"\b(?:hinweis|nachricht|anweisung(?:en)?|achtung)\s+(?:für|an)\s+(?:den\s+|die\s+|das\s+|alle\s+|jeden\s+)?{_MODEL}\b",
+            # "System:" opens a prompt; freshmeat's "System :: Networking" is a category.
+            rf"^\W*(?:{_MODEL}|system)\s*:(?!:)",
             rf"\b(?:dear|hey|hello)\s+{_MODEL}\b",
             r"\bsystem\s+(?:notice|prompt|message|instruction)s?\b",
-            r"\bnew\s+instructions?\b",
+            r"\bnew\s+instructions?\b|\bnouvelles\s+instructions\b|\bneue\s+anweisungen\b",
             # Telling it what to do about its instructions or its user.
             r"\b(?:ignore|disregard|forget|override)\s+(?:all\s+|any\s+)?(?:of\s+)?(?:the\s+)?"
             r"(?:your|previous|prior|above|earlier|preceding|system|original)\b[^.\n]{0,30}"
             r"\b(?:instructions?|prompts?|rules|guidelines)\b",
-            r"\b(?:tell|inform)\s+the\s+user\b",
+            r"\b(?:ignore[rz]?|oublie[rz]?)\s+(?:toutes\s+)?(?:les|tes|vos)\s+(?:instructions|consignes|règles)\b",
+            r"\b(?:ignorier(?:e|en|t)?|vergiss|vergessen\s+sie)\s+(?:alle\s+)?(?:vorherigen\s+|bisherigen\s+|obigen\s+|deine\s+|ihre\s+)?"
+            r"(?:anweisungen|instruktionen|regeln|vorgaben)\b",
+            rf"\b(?:tell|inform)\s+{_USER}\b",
+            rf"\b(?:dis|dites|indique[zr]?|informe[zr]?|réponds|répondez)\s+(?:à\s+)?{_USER}\b",
+            rf"\b(?:teile|teilen\s+sie|sage?|sagen\s+sie)\s+{_USER}\b",
             r"\bwhenever\s+(?:anyone|someone|a\s+user|the\s+user|you\s+are)\s+asks?\b",
-            r"\bdo\s+not\s+mention\s+this\b",
+            r"\bsi\s+(?:l['’]utilisateur|quelqu['’]un|on\s+te|on\s+vous)\s+(?:te\s+|vous\s+)?demande\b",
+            r"\bwenn\s+(?:der\s+(?:nutzer|benutzer|anwender)|jemand)\s+(?:dich\s+|sie\s+)?(?:fragt|nachfragt)\b",
+            r"\bdo\s+not\s+mention\s+this\b|\bne\s+mentionne[zr]?\s+pas\s+(?:ce|cette)\b"
+            r"|\berwähne\s+(?:diesen|diese|dieses)\s+\w+\s+nicht\b",
             r"<<<\s*(?:end|begin)_untrusted\s*>>>",
         )
     ),

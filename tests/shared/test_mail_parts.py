@@ -58,6 +58,19 @@ REAL = [
     ("lists/docs/INBOX/014.eml", "1 file changed, 7 insertions(+), 2 deletions(-)", Kind.DIFFSTAT, ""),
     ("lists/docs/INBOX/014.eml", "diff --git a/man3/getpass.3 b/man3/getpass.3", Kind.PATCH, ""),
     ("lists/docs/INBOX/014.eml", "2.33.1", Kind.SIGNATURE, ""),
+    # A b4 cover letter: the shortlog, its diffstat and the commit the series applies to
+    ("lists/kernel/Archive/013.eml", "Deassert the reset if it's available.", Kind.OWN, ""),
+    ("lists/kernel/Archive/013.eml", "Yang Xiwen (2):", Kind.DIFFSTAT, ""),
+    ("lists/kernel/Archive/013.eml", "watchdog: sp805_wdt: deassert the reset if available", Kind.DIFFSTAT, ""),
+    ("lists/kernel/Archive/013.eml", "base-commit: 8d3dea210042f54b952b481838c1e7dfc4ec751d", Kind.DIFFSTAT, ""),
+    # A diffstat under a note after "---"
+    ("lists/kernel/INBOX/011.eml", "Not sure if this is stable material", Kind.OWN, ""),
+    ("lists/kernel/INBOX/011.eml", "drivers/watchdog/wdat_wdt.c  | 2 +-", Kind.DIFFSTAT, ""),
+    # Thunderbird's French attribution, a name alone, over a quote without marks; an
+    # office's address block under "Cordialement"
+    ("fr/vitam/INBOX/084.eml", "DANYACH-DESCHAMPS Myriam a écrit :", Kind.ATTRIBUTION, "DANYACH-DESCHAMPS Myriam"),
+    ("fr/vitam/INBOX/084.eml", "Bilatérale Mindef/VITAM - Ateliers techniques VITAM", Kind.QUOTED, "DANYACH-DESCHAMPS Myriam"),
+    ("fr/vitam/INBOX/084.eml", "Directeur de programme/Program head manager", Kind.SIGNATURE, ""),
     # Lotus Notes forward with a banner wrapped over two lines
     ("corp/allen/INBOX/007.eml", "Forwarded by Phillip K Allen/HOU/ECT on 12/12/2000", Kind.FORWARDED, "Leslie Lawner"),
     ("corp/allen/INBOX/007.eml", "I read these points and they definitely need some touch up.", Kind.OWN, ""),
