@@ -45,11 +45,13 @@ FLOAT_FIELDS = ("date_ts",)
 # Message-ID). Version 2: deliveries and content digests. The version lives in the
 # collection itself, on a point with no vector and no tenant (so no filter ever matches
 # it); an index without it that holds points was written by version 1.
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 # Version 3: a body point's keyword (BM25) vector is made from the sender's own words
 # (:func:`keyword_text`), not from what the message quotes; an older index has its
 # keyword vectors made again when opened (payloads, dense vectors and ids untouched).
-KEYWORDS_OWN_WORDS = 3
+# Version 4: the same words, read by a splitter that knows more of mail's furniture
+# (cover letters' shortlogs, bare attributions); the keyword vectors are made again.
+KEYWORDS_OWN_WORDS = 4
 SCHEMA_FIELD = "pmsearch_schema"
 SCHEMA_POINT_ID = str(uuid.uuid5(POINT_NAMESPACE, "pmsearch schema version"))
 LEGACY_FIELDS = ("mailbox", "folder")
