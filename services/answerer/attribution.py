@@ -200,6 +200,7 @@ def echoes_header(sentence: str, m: EvidenceMessage) -> bool:
     subject, the date ("Katrin Klein, Re: VAT return March 2024" for "when does the VAT
     come off our account?"). The small model copies a passage's header line as an
     answer; every word of it is the message's, and it states nothing."""
-    sent = f"{m.date.day} {m.date:%B %Y} {m.date:%Y-%m-%d}" if m.date else ""
+    # The date as the passages' header shows it too ("2006-09-27 Wed").
+    sent = f"{m.date.day} {m.date:%B %Y} {m.date:%Y-%m-%d} {m.date:%a %A}" if m.date else ""
     head = f"{sender_name(m.sender)} {m.subject} {sent}"
     return bool(stems(sentence) or figures(sentence)) and stems(sentence) <= stems(head) and figures(sentence) <= figures(head)

@@ -53,9 +53,16 @@ _ASKS = (
     (AMOUNT, re.compile(
         r"^(?:\W*\w+\W+){0,6}?(how (much|many)|what(?:'s| is| was| are)? (?:the )?"
         r"(amount|price|rates?|salary|fee|total)|what .*\b(worth|cost)\b"
-        r"|what (?:are|is|do|does|did|will|would|should) (?:we|you|they|i|he|she|it) (?:pay|paying|charge|charging)\b)"
+        r"|what (?:are|is|do|does|did|will|would|should) (?:we|you|they|i|he|she|it) (?:pay|paying|charge|charging)\b"
+        # French and German: "combien", "quel est le montant", "wie viel", "was kostet".
+        r"|combien|quel(?:le)?(?: est)? (?:le |la )?(?:montant|prix|coût|tarif|total)"
+        r"|wie ?viele?|wie hoch|wie teuer|was kostet|welche[rn]? (?:betrag|preis|summe))"
     )),
-    (WHEN, re.compile(r"^(?:\W*\w+\W+){0,6}?(when|what time|by when|until when|what date|which day)\b")),
+    (WHEN, re.compile(
+        r"^(?:\W*\w+\W+){0,6}?(when|what time|by when|until when|what date|which day"
+        r"|quand|jusqu'à quand|depuis quand|à quelle (?:heure|date)|quel(?:le)? (?:jour|date)"
+        r"|wann|bis wann|seit wann|um wie ?viel uhr|an welchem tag|welches datum)(?!\w)"
+    )),
 )
 FIGURE_KINDS = {
     AMOUNT: frozenset({"n"}),
@@ -68,9 +75,14 @@ FIGURE_KINDS = {
 # A day named without a figure still says when: "on Thursday", "in June". "Today" and
 # "tomorrow" do not: they are the mail's, not the reader's ("the VAT return was filed
 # today" does not say when the VAT comes off the account, nor which day that was).
+# French and German days and months say when as well ("am Montag", "en juin").
 _WHEN_WORDS = re.compile(
     r"\b(monday|tuesday|wednesday|thursday|friday|saturday|sunday|"
+    r"lundi|mardi|mercredi|jeudi|vendredi|samedi|dimanche|"
+    r"montag|dienstag|mittwoch|donnerstag|freitag|samstag|sonnabend|sonntag|"
     + "|".join(MONTHS)
+    + "|janvier|février|avril|juin|juillet|août|septembre|octobre|novembre|décembre"
+    + "|januar|februar|märz|juni|juli|oktober|dezember"
     + r")s?\b"
 )
 

@@ -156,6 +156,7 @@ def test_an_organisation_is_no_person_who_wrote():
         ("Claim CLM-2024-55817, 1 March 2024", True),
         ("Claim CLM-2024-55817 was accepted.", False),  # "accepted" is the body's
         ("Claim CLM-2024-55818", False),  # another claim
+        ("2024-03-01 Fri, Someone", True),  # the date as a passage's header line shows it
     ],
 )
 def test_a_sentence_of_nothing_but_the_header_is_an_echo(sentence, echo):

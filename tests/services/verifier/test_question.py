@@ -71,6 +71,15 @@ def test_codes_are_pinned_as_codes_not_names() -> None:
         ("Who presents first at the quarterly review?", None),
         ("Which garage replaced the windscreen and what did we pay?", None),
         ("Where is the meeting, and what time does it start?", None),
+        ("Wann wurde TeamFound 1.0 veröffentlicht?", WHEN),
+        ("Bis wann muss alles fertig sein?", WHEN),
+        ("Wie viele Spiele hat Dom durchlaufen lassen?", AMOUNT),
+        ("Was kostet die Lizenz?", AMOUNT),
+        ("Quand la bêta a-t-elle été installée ?", WHEN),
+        ("Combien de personnes étaient présentes ?", AMOUNT),
+        ("Quel est le montant de la facture ?", AMOUNT),
+        ("Wer hat den Patch geschrieben?", None),
+        ("Qui représentait Altran ?", None),
     ],
 )
 def test_what_the_first_clause_asks_for(question: str, kind: str | None) -> None:
@@ -86,6 +95,9 @@ def test_what_the_first_clause_asks_for(question: str, kind: str | None) -> None
         (WHEN, "It starts at 10:30.", True),
         (WHEN, "It is in the Isar room.", False),
         (WHEN, "The VAT return was filed today.", False),  # the mail's today, not a day
+        (WHEN, "Die Toolbar kam am Montag raus.", True),
+        (WHEN, "La bêta a été installée en décembre.", True),
+        (WHEN, "Die Version wurde am Wochenende im Laufe der Woche veröffentlicht.", False),
         (IDENTIFIER, "The credit note is CN-2024-019.", True),
         (IDENTIFIER, "Call +49 40 8830 1456.", True),
         (IDENTIFIER, "Bob sent a credit note of EUR 1,260.00 for 42 tiles.", False),
@@ -220,6 +232,12 @@ def test_an_answer_without_the_kind_of_figure_asked_for_is_removed_whole() -> No
     )
     assert not verdict.kept
     assert {(r.reason, r.offending) for r in verdict.removed} == {("asked_figure_missing", AMOUNT)}
+
+
+def test_a_german_when_question_answered_without_a_date_is_removed_whole() -> None:
+    bare = message("m9", "Die Toolbar kommt raus, sobald sie fertig ist.")
+    verdict = _verify("Wann kommt die Toolbar raus?", ("Die Toolbar kommt raus, sobald sie fertig ist.", "m9"), extra=[bare])
+    assert [(r.reason, r.offending) for r in verdict.removed] == [("asked_figure_missing", WHEN)]
 
 
 @pytest.mark.parametrize(
