@@ -136,10 +136,15 @@ def _when(m: EvidenceMessage) -> float:
     return d.timestamp()
 
 
+# Quote marks and brackets in a display name ('jean-séverin LAIR-Telem"@c') would end the
+# quote of a statement naming its sender, or read as a citation marker.
+_NAME_MARKS = re.compile(r'["“”„\[\]]')
+
+
 def sender_name(sender: str) -> str:
     """"Sabine Roth <sabine.roth@…>" as "Sabine Roth": the address costs tokens and the
     body gives it where a question needs it."""
-    name = sender.split("<", 1)[0].strip().strip('"')
+    name = _NAME_MARKS.sub("", sender.split("<", 1)[0]).strip()
     return name or sender
 
 

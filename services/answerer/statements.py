@@ -16,7 +16,8 @@ from shared.passages import own_text, sender_name
 
 # A sentence ends at ".", "!" or "?" before a space (not inside "1,520.00"), or a line.
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
-_QUOTES = re.compile('["“”„]')
+# A quote inside would break ours; a bracket would read as a citation marker ("[0,480]").
+_QUOTES = re.compile('["“”„\\[\\]]')
 
 
 def sentences(m: EvidenceMessage) -> list[str]:
@@ -65,7 +66,7 @@ def _split(text: str) -> list[str]:
 
 def quotable(sentence: str) -> bool:
     """Whether ``sentence`` can be copied as a statement: a question states nothing,
-    and a quote inside would break ours."""
+    and a quote or a bracket inside would break ours."""
     return not sentence.endswith("?") and not _QUOTES.search(sentence)
 
 

@@ -257,3 +257,26 @@ def test_no_attribution_diffstat_signature_or_quote_is_copied_as_a_detail(furnit
         answer("Wim rejected dropping the lock in the watchdog patch.", "m-review"), [REVIEW],
     )
     assert all(furniture not in s.text for s in added)
+
+
+def test_a_statement_of_a_sender_whose_name_holds_marks_is_kept_by_the_verifier() -> None:
+    """A quote mark or bracket in a display name would end the statement's quote."""
+    odd = BOOKED.model_copy(update={"sender": 'Mia "Ops" [Koch] <mia@acme.example>'})
+    added = detail_statements(
+        "Which room did we book for the board meeting, and who's doing the lunch?",
+        answer("The Elbe room is booked for the board meeting.", "m-booked"), [odd],
+    )
+    assert added and added[0].text.startswith("Mia Ops Koch, 3 May:")
+    verdict = verify(Draft(sentences=[*answer("The Elbe room is booked for 22 May.", "m-booked"), *added]),
+                     {"m-booked": odd})
+    assert len(verdict.kept) == 2, verdict.removed
+
+
+def test_a_sentence_with_brackets_is_not_copied() -> None:
+    """"[0,480]" in a copied sentence would read as a citation marker."""
+    bracketed = message(
+        "m-stat", "The device ID is [0,480] and the inode number is -9165900813172145728.",
+        subject="stat example", sender="Konstantin <k@example.org>", date=datetime(2024, 9, 13, tzinfo=UTC),
+    )
+    added = detail_statements("What inode number did the example print?", answer("It printed a negative inode number.", "m-stat"), [bracketed])
+    assert added == []
