@@ -184,16 +184,21 @@ ToolOutput = Annotated[
 ]
 
 
+# Text a model wrote, or a stage acting on its output, outside the verified answer: the
+# verifier bounds it and drops paragraphs that steer, but never checks it against mail.
+UNVERIFIED = "Unverified: written by a model or by a stage acting on its output; not checked against the mail."
+
+
 class ToolCall(Contract):
     call_id: str
     tool: str
-    arguments: dict[str, Any] = Field(default_factory=dict)
+    arguments: dict[str, Any] = Field(default_factory=dict, description=UNVERIFIED)
 
 
 class ToolOutcome(Contract):
     call_id: str
     tool: str
-    arguments: dict[str, Any]
+    arguments: dict[str, Any] = Field(description=UNVERIFIED)
     ok: bool
     error: str | None = None
     error_code: str | None = None
@@ -308,7 +313,7 @@ class StepTrace(Contract):
     tool_calls: list[ToolOutcome] = Field(default_factory=list)
     duration_ms: float = 0.0
     model_usage: Usage | None = None
-    note: str | None = None
+    note: str | None = Field(default=None, description=UNVERIFIED)
     # The answer step's citations as the model gave them and as code attributed them
     # (message ids), so an evaluation can compare the two.
     cited_by_model: list[str] = Field(default_factory=list)
@@ -320,11 +325,12 @@ class WidenAttempt(Contract):
     tool: str
     call_id: str
     reason: str
-    detail: str
+    detail: str = Field(description=UNVERIFIED)
 
 
 class RemovedSentence(Contract):
-    text: str
+    # The draft's sentence as the verifier removed it: what failed, never a fact.
+    text: str = Field(description=UNVERIFIED + " Removed by verification.")
     reason: RemovalReason
     offending: str | None = None
 
@@ -453,7 +459,7 @@ class RunResult(Contract):
     reason: ReasonCode | None = None  # set whenever the run is not answered
     # What the planner or answerer (and so perhaps the model, steered by mail) said of the
     # ending: unverified, shown only labelled as the model's, never as the verdict.
-    model_note: str | None = None
+    model_note: str | None = Field(default=None, description=UNVERIFIED)
     finished_at: float = 0.0
 
     @model_validator(mode="before")

@@ -92,3 +92,11 @@ def without_steering(text: str) -> str:
     if not steers(text):
         return text
     return "\n\n".join(p for p in _PARAGRAPHS.split(text) if not steers(p))
+
+
+def unverified(text: str, limit: int) -> str:
+    """Text a model or a stage acting on one wrote, fit to show beside verified output:
+    without paragraphs that steer, white space collapsed, at most ``limit`` characters.
+    It stays unverified: callers label it so (see ``RunResult.model_note``)."""
+    flat = " ".join(without_steering(text).split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"

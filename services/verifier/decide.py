@@ -12,17 +12,20 @@ from datetime import UTC
 
 from services.verifier.outcome import SNIPPET_CHARS, degraded_hits, model_note, reason_code
 from services.verifier.service import UNSUPPORTED_THRESHOLD, Verdict, verify
+from services.verifier.trace import REMOVED_CHARS, checked_trace, checked_usage
 from shared.messages import (
     Answer,
     Draft,
     EvidenceMessage,
     EvidenceSummary,
     RemovedSentence,
+    RunMeta,
     RunResult,
     ToolCall,
     Trace,
     VerificationRequested,
 )
+from shared.steering import unverified
 
 log = logging.getLogger("pmsearch.verifier")
 
@@ -99,25 +102,28 @@ def decide_with_verdict(
     *,
     now: float | None = None,
     unsupported_threshold: float = UNSUPPORTED_THRESHOLD,
+    run: RunMeta | None = None,
 ) -> tuple[RunResult, Verdict]:
     """The run's result and, for an ``answer`` ending, the verdict behind it.
 
-    ``request`` must have passed :func:`.outcome.checked` against the run's record; the
-    result takes from it only what that checked, the verdict and what stored evidence
-    confirms (see :mod:`.outcome`)."""
+    ``request`` must have passed :func:`.outcome.checked` against the run's record
+    (``run``); the result takes from it only what that checked, the verdict and what
+    stored evidence and the record confirm (see :mod:`.outcome` and :mod:`.trace`)."""
     evidence = run_evidence(request, evidence)
-    trace = request.trace.model_copy(deep=True)
+    finished_at = time.time() if now is None else now
+    trace = checked_trace(request.trace, evidence, run)
     trace.searched = _searched(trace)
     verdict = Verdict()
     answer: Answer | None = None
     hits = []
-    finished_at = time.time() if now is None else now
 
     if request.ending == "answer":
         if request.draft is not None:
             verdict = _safe_verify(request.draft, evidence, unsupported_threshold, request.question)
         answer = verdict.answer()
-        trace.removed_sentences.extend(verdict.removed)
+        trace.removed_sentences.extend(
+            r.model_copy(update={"text": unverified(r.text, REMOVED_CHARS)}) for r in verdict.removed
+        )
         outcome = "answered" if answer is not None else "insufficient_evidence"
     else:
         # The other endings never carry an answer, whatever the message holds.
@@ -143,7 +149,7 @@ def decide_with_verdict(
         evidence=summaries(evidence, cited),
         hits=hits,
         trace=trace,
-        usage=request.usage,
+        usage=checked_usage(request.usage, run, finished_at),
         reason=reason,
         model_note=model_note(request),
         finished_at=finished_at,
@@ -157,8 +163,9 @@ def decide(
     *,
     now: float | None = None,
     unsupported_threshold: float = UNSUPPORTED_THRESHOLD,
+    run: RunMeta | None = None,
 ) -> RunResult:
-    """The one result of the run (see the outcome table in DESIGN.md)."""
+    """The one result of the run (see the outcome table in docs/design.md)."""
     return decide_with_verdict(
-        request, evidence, now=now, unsupported_threshold=unsupported_threshold
+        request, evidence, now=now, unsupported_threshold=unsupported_threshold, run=run
     )[0]

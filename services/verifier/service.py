@@ -53,7 +53,8 @@ A sentence code added for the details an earlier one leaves out (``completes``, 
 (``answer_removed``): a source's particulars answer nothing on their own. For the same
 reason its own message need not name the question's code or week (rule 8): the sentence
 it completes does ("the chairs invoice was paid today" completing the answer about
-INV-2024-0173).
+INV-2024-0173). ``completes`` must name an earlier sentence of the draft, else the
+sentence is ``malformed``: the draft comes from a stage that acts on model output.
 
 And the answer as a whole: when the question's first clause asks for a figure ("how
 much", "when", "what's the number of", "the link to"), at least one kept sentence
@@ -395,6 +396,14 @@ def verify(
         if not sentences and structured:
             verdict.removed.append(RemovedSentence(text=text, reason="empty_sentence"))
         kept_by_unit.append([])
+        if completes is not None and completes >= unit:
+            # Only an earlier sentence can be completed; any other index would let a
+            # sentence skip the question's codes and weeks and stand on its own.
+            verdict.removed.extend(
+                RemovedSentence(text=sentence.text, reason="malformed", offending=f"completes={completes}")
+                for sentence in sentences
+            )
+            continue
         if completes is not None:
             completing.append((unit, completes))
         for sentence in sentences:

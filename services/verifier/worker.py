@@ -67,7 +67,7 @@ async def handle(
             request = request.model_copy(
                 update={"trace": snapshot.trace, "usage": snapshot.usage, "hits": request.hits or snapshot.hits}
             )
-    result, verdict = decide_with_verdict(request, evidence)
+    result, verdict = decide_with_verdict(request, evidence, run=run)
     published = await repo.finish(result, delivery.entry_id, deadline=request.deadline)
     metrics.observe_verdict(verdict)
     if published:

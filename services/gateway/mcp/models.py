@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from shared.filters import Narrowing
 from shared.messages import (
     REASONS,
+    UNVERIFIED,
     Answer,
     EvidenceSummary,
     Hit,
@@ -91,14 +92,14 @@ class SearchOutput(_Strict):
 class ToolCallSummary(_Strict):
     step: int
     tool: str
-    arguments: dict[str, Any]
+    arguments: dict[str, Any] = Field(description=UNVERIFIED)
     ok: bool
     error_code: str | None = None
     widen_attempt: bool = False
 
 
 class RemovedSummary(_Strict):
-    text: str
+    text: str = Field(description=UNVERIFIED + " Removed by verification.")
     reason: RemovalReason
 
 

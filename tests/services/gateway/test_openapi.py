@@ -126,3 +126,13 @@ def test_a_real_runs_events_match_their_documented_schemas(api, stack_model):
             assert not errors, (frame, errors)
             seen.append(sse.event)
     assert {"step", "evidence", "done"} <= set(seen) and seen[-1] == "done"
+
+
+def test_text_a_model_wrote_outside_the_answer_is_documented_as_unverified(doc):
+    schemas = doc["components"]["schemas"]
+    labelled = {
+        ("RunResult", "model_note"), ("StepTrace", "note"), ("ToolOutcome", "arguments"),
+        ("RemovedSentence", "text"), ("WidenAttempt", "detail"),
+    }
+    for schema, field in labelled:
+        assert schemas[schema]["properties"][field]["description"].startswith("Unverified"), (schema, field)

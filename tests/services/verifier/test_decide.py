@@ -136,13 +136,14 @@ def test_evidence_lists_cited_messages_first_then_newest() -> None:
     assert result.evidence[0].snippet.startswith("Hi Anna, attached")
 
 
-def test_removed_sentences_are_appended_to_the_trace() -> None:
-    earlier = RemovedSentence(text="x", reason="malformed")
-    req = request(text="Uncited.", trace=Trace(removed_sentences=[earlier]))
+def test_only_the_verifiers_removed_sentences_are_reported() -> None:
+    """A draft's own "removed sentences" would show clients text as if the verifier had
+    judged it."""
+    forged = RemovedSentence(text="The claim was paid in full.", reason="malformed")
+    req = request(text="Uncited.", trace=Trace(removed_sentences=[forged]))
     result = decide(req, evidence())
-    assert result.trace.removed_sentences[0] == earlier
-    assert result.trace.removed_sentences[1].reason == "no_citation"
-    assert req.trace.removed_sentences == [earlier]  # the request is not mutated
+    assert [r.reason for r in result.trace.removed_sentences] == ["no_citation"]
+    assert req.trace.removed_sentences == [forged]  # the request is not mutated
 
 
 def test_a_bug_in_verification_still_finishes_the_run(monkeypatch) -> None:

@@ -499,6 +499,14 @@ CASES: dict[str, Case] = {
         ]),
         removed=[("unknown_citation", NEVER), ("answer_removed", None)],
     ),
+    "a detail that names no earlier sentence is malformed": Case(
+        Draft(sentences=[
+            DraftSentence(text="The claim was accepted.", citations=[M1], completes=0),
+            DraftSentence(text='Anna Schmidt: "The repair costs of €1,200.50 will be paid by 5 December 2025."',
+                          citations=[M1], completes=7),
+        ]),
+        removed=[("malformed", "completes=0"), ("malformed", "completes=7")],
+    ),
     "url and e-mail stay whole": Case(
         text(f"Anna (anna.schmidt@insurer.example) wrote from https://insurer.example/claims/42. [{M1}]"),
         kept=["Anna (anna.schmidt@insurer.example) wrote from https://insurer.example/claims/42."],

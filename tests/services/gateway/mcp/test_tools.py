@@ -10,6 +10,7 @@ import time
 import anyio
 import pytest
 
+from services.gateway.mcp.models import RunView
 from tests.fixtures.brains import ATTEMPT, DRAFT, answer, honest, passages, schema_title, sentence
 
 GOLF = "What's the latest on the Golf claim CLM-2024-55817?"
@@ -229,3 +230,9 @@ def _text(exc: BaseException) -> str:
         parts.append(_text(inner))
     return " ".join(parts)
 
+
+
+def test_an_agent_sees_removed_sentences_and_tool_arguments_labelled_unverified():
+    defs = RunView.model_json_schema()["$defs"]
+    assert defs["RemovedSummary"]["properties"]["text"]["description"].startswith("Unverified")
+    assert defs["ToolCallSummary"]["properties"]["arguments"]["description"].startswith("Unverified")
