@@ -109,6 +109,7 @@ class SearcherSettings(ScopeKeySettings):
     extract_timeout_seconds: float = Field(default=10.0, gt=0)
     ingest_parse_timeout_seconds: float = Field(default=30.0, gt=0)
     ingest_parse_memory_mb: int = Field(default=1024, ge=128)
+    ingest_max_date_skew_seconds: float = Field(default=86_400.0, ge=0)
 
     @field_validator("embedding_backend")
     @classmethod

@@ -224,6 +224,7 @@ def _ingest_limits(settings: SearcherSettings) -> IngestLimits:
         extract_timeout_seconds=settings.extract_timeout_seconds,
         parse_timeout_seconds=settings.ingest_parse_timeout_seconds,
         parse_memory_mb=settings.ingest_parse_memory_mb,
+        max_date_skew_seconds=settings.ingest_max_date_skew_seconds,
     )
 
 

@@ -39,6 +39,9 @@ class IngestLimits:
     # Address space of the parsing subprocess, in MiB. A PDF or HTML part that runs out
     # loses its text (noted); the message is refused when parsing itself does.
     parse_memory_mb: int = 1024
+    # Corrected: a Date header further in the future than this is taken as the time of
+    # import (noted). A forged date years ahead would keep a message its thread's latest.
+    max_date_skew_seconds: float = 86_400.0
 
 
 def megabytes(n: int) -> str:

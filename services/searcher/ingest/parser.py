@@ -58,6 +58,12 @@ def parse_message(raw: bytes, *, folder: str = "INBOX", limits: IngestLimits | N
         # Stable across re-imports of the same bytes, so idempotency still holds.
         rfc_id = "sha256-" + hashlib.sha256(raw).hexdigest()[:40] + "@pmsearch.invalid"
     senders = _addresses(msg, "from") or _addresses(msg, "sender")
+    date = _date(msg)
+    notes = reader.finish()
+    now = datetime.now(UTC)
+    if date is not None and (date - now).total_seconds() > limits.max_date_skew_seconds:
+        notes.append(f"date {date.isoformat()} is in the future: taken as the time of import")
+        date = now
     return ParsedMessage(
         rfc_message_id=rfc_id,
         in_reply_to=_first_id(_header(msg, "in-reply-to")),
@@ -67,12 +73,12 @@ def parse_message(raw: bytes, *, folder: str = "INBOX", limits: IngestLimits | N
         sender=senders[0] if senders else Address(),
         to=_addresses(msg, "to"),
         cc=_addresses(msg, "cc"),
-        date=_date(msg),
+        date=date,
         body_text=body,
         attachments=attachments,
         quarantined=is_quarantined(msg, folder),
         folder=folder or "INBOX",
-        notes=reader.finish(),
+        notes=notes,
     )
 
 

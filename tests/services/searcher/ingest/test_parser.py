@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import base64
-from datetime import UTC
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
 from services.searcher.errors import IngestError, MalformedMessage
+from services.searcher.ingest.limits import IngestLimits
 from services.searcher.ingest.parser import parse_message
 from services.searcher.ingest.schemas import message_key, normalize_subject, thread_key
 
@@ -57,6 +58,18 @@ def test_dates_without_zone_or_broken():
     assert naive.date is not None and naive.date.tzinfo == UTC
     assert parse_message(base + b"Date: not a date at all\n\nhi\n").date is None
     assert parse_message(base + b"\nhi\n").date is None
+
+
+def test_a_date_far_in_the_future_is_taken_as_the_time_of_import_and_noted():
+    before = datetime.now(UTC)
+    forged = parse_message(raw(mail(date=datetime(2029, 1, 1, tzinfo=UTC))))
+    assert forged.date is not None and before <= forged.date <= datetime.now(UTC)
+    assert forged.notes == ["date 2029-01-01T00:00:00+00:00 is in the future: taken as the time of import"]
+    # A clock a few hours ahead is within the skew allowed.
+    ahead = datetime.now(UTC) + timedelta(hours=3)
+    assert parse_message(raw(mail(date=ahead))).date == ahead.replace(microsecond=0)
+    strict = parse_message(raw(mail(date=ahead)), limits=IngestLimits(max_date_skew_seconds=60))
+    assert strict.date is not None and strict.date < ahead.replace(microsecond=0)
 
 
 def test_ids_and_keys():
