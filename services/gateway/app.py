@@ -17,12 +17,13 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import OutOfMemoryError
 from redis.exceptions import TimeoutError as RedisTimeout
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from services.gateway import admin_runs, api_docs, health, metrics
 from services.gateway.admission import Admission, ClientGone, HeldEventSource, Ticket, unless_client_leaves
-from services.gateway.errors import InvalidRequest, Overloaded
+from services.gateway.errors import InvalidRequest, Overloaded, StoreFull
 from services.gateway.health import WatchdogHealth
 from services.gateway.idempotency import parse_idempotency_key
 from services.gateway.inspector import install as install_inspector
@@ -57,6 +58,8 @@ from shared.telemetry import setup_logging
 
 log = logging.getLogger("pmsearch.gateway")
 PROBLEM = "application/problem+json"
+# Memory frees as runs expire or an operator acts: minutes, not the second of a busy pool.
+STORE_FULL_RETRY_SECONDS = 30
 # The watchdog and /healthz: a few connections of their own, never starved by clients.
 CONTROL_CONNECTIONS = 4
 
@@ -135,6 +138,17 @@ def create_app(settings: GatewaySettings | None = None) -> FastAPI:
         log.warning("Redis unavailable on %s: %s", request.url.path, exc)
         err = Overloaded("the gateway cannot reach its store right now; retry shortly", retry_after=1)
         return _problem(err.status, err.problem(str(request.url.path)), {"Retry-After": "1"})
+
+    @app.exception_handler(OutOfMemoryError)
+    async def _store_full(request: Request, exc: OutOfMemoryError) -> JSONResponse:
+        # Redis at maxmemory with noeviction refuses every write: say so, and when to try
+        # again, instead of a 500; what belongs together was one MULTI, so nothing is half
+        # written (docs/design.md, "When Redis is full").
+        log.error("Redis is full (maxmemory) on %s: %s", request.url.path, exc)
+        metrics.STORE_FULL.inc()
+        err = StoreFull("the gateway's store is full; retry once runs expire or memory is freed",
+                        retry_after=STORE_FULL_RETRY_SECONDS)
+        return _problem(err.status, err.problem(str(request.url.path)), {"Retry-After": str(STORE_FULL_RETRY_SECONDS)})
 
     @app.exception_handler(ClientGone)
     async def _client_gone(request: Request, exc: ClientGone) -> Response:

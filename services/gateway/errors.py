@@ -58,6 +58,19 @@ class NotFound(GatewayError):
     title = "Not found"
 
 
+class StoreFull(GatewayError):
+    """Redis refused a write because it holds its ``maxmemory``: nothing was written
+    (writes that belong together are one MULTI), and the request may be repeated once
+    runs expire or an operator frees memory."""
+
+    status = 503
+    code = "store_full"
+    title = "The store is full"
+
+    def __init__(self, detail: str, retry_after: int) -> None:
+        super().__init__(detail, retry_after=retry_after)
+
+
 class Conflict(GatewayError):
     status = 409
     code = "conflict"

@@ -4,11 +4,15 @@ settings, daily caps."""
 from __future__ import annotations
 
 import hashlib
+import logging
 from datetime import UTC, datetime, timedelta
 
 from redis.asyncio import Redis
+from redis.exceptions import RedisError
 
 from services.gateway.schemas import ApiKeyRecord, TenantSettings
+
+log = logging.getLogger("pmsearch.gateway")
 
 
 def key_digest(key: str) -> str:
@@ -100,6 +104,15 @@ class GatewayRepository:
             await self._redis.decr(key)
             return None
         return int(used)
+
+    async def give_back_cap(self, tenant_id: str) -> None:
+        """Return a unit :meth:`take_cap` took for a run that was not started. Best
+        effort: Redis may refuse the write for the reason the run was not started."""
+        key = f"pm:cap:{tenant_id}:{datetime.now(UTC).strftime('%Y%m%d')}"
+        try:
+            await self._redis.decr(key)
+        except RedisError as exc:
+            log.warning("tenant %s: a unit of today's cap could not be given back: %s", tenant_id, exc)
 
     async def cap_used(self, tenant_id: str) -> int:
         day = datetime.now(UTC).strftime("%Y%m%d")

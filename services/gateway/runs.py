@@ -26,6 +26,7 @@ from typing import Any, AsyncIterator, Callable
 
 from redis.asyncio.client import Pipeline
 from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import OutOfMemoryError
 from redis.exceptions import TimeoutError as RedisTimeout
 
 from services.gateway import metrics
@@ -35,7 +36,7 @@ from services.gateway.repository import seconds_to_utc_midnight
 from services.gateway.schemas import ApiKeyRecord, SearchRequest
 from services.gateway.service import GatewayService
 from shared import streams
-from shared.bus import publish, publish_in, raise_if_cancelled
+from shared.bus import publish_in, raise_if_cancelled
 from shared.messages import ProgressEvent, RunMeta, RunRequested, RunResult
 from shared.runstore import RunStore
 
@@ -143,18 +144,21 @@ class RunService:
             scope_token=token, created_at=now, deadline=deadline, max_steps=budgets.max_steps,
             key_id=record.key_id, mailboxes=mailboxes,
         )
-        await self.store.admit(meta, watch_at=deadline + self.settings.deadline_grace_seconds)
         requested = RunRequested(
             run_id=run_id, tenant_id=record.tenant_id, scope_token=token, deadline=deadline, question=req.query,
             max_steps=budgets.max_steps, max_seconds=budgets.max_seconds, started_at=now, strategy=req.strategy,
         )
-        if with_publish is None:
-            await publish(self.redis, streams.RUNS, requested)
-        else:
+        try:
+            # One MULTI: the run is recorded if and only if it is published.
             async with self.redis.pipeline(transaction=True) as pipe:
+                self.store.admit_in(pipe, meta, watch_at=deadline + self.settings.deadline_grace_seconds)
                 publish_in(pipe, streams.RUNS, requested)
-                with_publish(pipe)
+                if with_publish is not None:
+                    with_publish(pipe)
                 await pipe.execute()
+        except OutOfMemoryError:
+            await self.gw.repo.give_back_cap(record.tenant_id)
+            raise
         metrics.RUNS_STARTED.inc()
         return meta
 

@@ -32,6 +32,7 @@ from typing import Generic, TypeVar
 
 from pydantic import BaseModel
 from redis.asyncio import Redis
+from redis.asyncio.client import Pipeline
 from redis.exceptions import WatchError
 
 from shared import streams
@@ -100,16 +101,22 @@ class RunStore:
     # ------------------------------------------------------------ gateway
 
     async def admit(self, meta: RunMeta, watch_at: float) -> None:
-        """Record an admitted run: its record, its watchdog deadline and its place in the
-        indexes (each trimmed to the retention)."""
-        oldest = meta.created_at - self.retention
-        async with self.redis.pipeline(transaction=False) as pipe:
-            pipe.set(streams.meta_key(meta.run_id), meta.model_dump_json(), ex=self.retention)
-            pipe.zadd(streams.WATCHDOG, {meta.run_id: watch_at})
-            for index in (INDEX_ALL, index_key(meta.tenant_id)):
-                pipe.zadd(index, {meta.run_id: meta.created_at})
-                pipe.zremrangebyscore(index, "-inf", f"({oldest}")
+        """Record an admitted run (:meth:`admit_in`) on its own."""
+        async with self.redis.pipeline(transaction=True) as pipe:
+            self.admit_in(pipe, meta, watch_at)
             await pipe.execute()
+
+    def admit_in(self, pipe: Pipeline, meta: RunMeta, watch_at: float) -> None:
+        """Queue on ``pipe`` the writes that record an admitted run: its record, its
+        watchdog deadline and its place in the indexes (each trimmed to the retention).
+        In the same MULTI as the run's publication, a refused write (Redis full) leaves
+        neither: never a run recorded but not started."""
+        oldest = meta.created_at - self.retention
+        pipe.set(streams.meta_key(meta.run_id), meta.model_dump_json(), ex=self.retention)
+        pipe.zadd(streams.WATCHDOG, {meta.run_id: watch_at})
+        for index in (INDEX_ALL, index_key(meta.tenant_id)):
+            pipe.zadd(index, {meta.run_id: meta.created_at})
+            pipe.zremrangebyscore(index, "-inf", f"({oldest}")
 
     async def mark_cancelled(self, meta: RunMeta, at: float) -> RunMeta:
         """The record with its cancellation; the verifier ends the run ``cancelled``
