@@ -3,7 +3,7 @@
 Starts its own stack (scripted model at ``--latency``, demo mailbox) and asks alice's
 labelled demo questions one at a time over SSE. Every stream entry id is the Redis
 server's clock in milliseconds, so a run's entries on ``pm:runs``, ``pm:tools``,
-``pm:observations``, ``pm:answers`` and ``pm:drafts``, with the client's own send and
+``pm:observations``, ``pm:answers`` and the drafts streams, with the client's own send and
 ``done`` times around them, say how long each stage held the run: the gateway (request
 to ``pm:runs``), the planner (to its first search), the searcher (search and evidence
 stored), the planner again (observation to ``pm:answers``, less the model's latency
@@ -38,14 +38,16 @@ from bench._util import emit_json, format_table
 from shared import streams
 from shared.bus import DATA_FIELD
 
-STAGE_STREAMS = (streams.RUNS, streams.TOOLS, streams.OBSERVATIONS, streams.ANSWERS, streams.DRAFTS)
+STAGE_STREAMS = (streams.RUNS, streams.TOOLS, streams.OBSERVATIONS, streams.ANSWERS, *streams.DRAFT_STREAMS)
 # Who holds a run between two points of its path, by the stream entry that ends the hop.
 HOLDER = {
     streams.RUNS: "gateway",
     streams.TOOLS: "planner",
     streams.OBSERVATIONS: "searcher",
     streams.ANSWERS: "planner",
-    streams.DRAFTS: "answerer",
+    streams.DRAFTS_FROM_ANSWERER: "answerer",
+    streams.DRAFTS_FROM_PLANNER: "planner",
+    streams.DRAFTS_FROM_WATCHDOG: "gateway",
     "done": "verifier + relay",
 }
 TENANT = {"search.agentic_daily_cap": 10_000_000, "search.agentic_max_seconds": 90, "search.agentic_max_steps": 6}
@@ -62,15 +64,15 @@ class Run:
 def hops(run: Run, entries: list[tuple[int, str]], latency_ms: float) -> list[tuple[str, float]]:
     """(hop, ms) along the run's path: each stream entry (server ms, stream) in order,
     between the client's send and its ``done``; the hop that ends on ``pm:answers`` or
-    ``pm:drafts`` less the model's latency for the calls made in it."""
+    ``pm:drafts:answerer`` less the model's latency for the calls made in it."""
     points = [(run.sent_ms, "sent")] + sorted(entries) + [(run.done_ms, "done")]
     calls_left = run.model_calls
     out = []
     for (start, _), (end, stream) in zip(points, points[1:]):
         took = end - start
-        if stream in (streams.ANSWERS, streams.DRAFTS) and calls_left:
+        if stream in (streams.ANSWERS, streams.DRAFTS_FROM_ANSWERER) and calls_left:
             # The planner's decision (and completion) calls end on pm:answers; a draft the
-            # answerer wrote itself ends on pm:drafts. Whole calls only: the rest is overhead.
+            # answerer wrote itself ends on pm:drafts:answerer. Whole calls only: the rest is overhead.
             calls = min(calls_left, max(int(took // latency_ms), 0))
             took -= calls * latency_ms
             calls_left -= calls

@@ -20,7 +20,7 @@ from pydantic import BaseModel
 from redis.asyncio.client import Pipeline
 
 from shared.settings import ServiceSettings
-from shared.streams import STREAM_MAXLEN, dead_letter
+from shared.streams import dead_letter
 
 DATA_FIELD = "__data__"
 M = TypeVar("M", bound=BaseModel)
@@ -123,10 +123,11 @@ def decode(fields: dict[bytes | str, bytes | str], model: type[M]) -> M:
 async def publish(
     redis: aioredis.Redis, stream: str, message: BaseModel, *, max_age_seconds: float | None = None
 ) -> bytes:
-    """Append ``message``; the stream keeps its newest STREAM_MAXLEN entries, or with
-    ``max_age_seconds`` only entries that young (a request nobody waits for any more is
-    worth nothing, and 100k raw mail batches would fill Redis, which refuses writes when
-    full rather than drop queued work)."""
+    """Append ``message``. The stream is trimmed by its consumers, of what every group
+    has consumed (:meth:`shared.consumer_group.ConsumerGroup.trim_consumed`), never of
+    entries nobody has read: a long backlog waits, bounded by Redis's memory (a full
+    Redis refuses writes, answered 503 ``store_full``). With ``max_age_seconds`` only
+    entries that young are kept: a request nobody waits for any more is worth nothing."""
     return await redis.xadd(stream, encode(message), **_trimming(max_age_seconds))
 
 
@@ -140,7 +141,7 @@ def _trimming(max_age_seconds: float | None) -> dict[str, Any]:
     if max_age_seconds is not None:
         oldest_ms = int((time.time() - max_age_seconds) * 1000)
         return {"minid": f"{max(oldest_ms, 0)}-0", "approximate": False}
-    return {"maxlen": STREAM_MAXLEN, "approximate": True}
+    return {}
 
 
 async def dead_letter_entry(

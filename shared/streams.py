@@ -7,7 +7,17 @@ RUNS = "pm:runs"
 TOOLS = "pm:tools"
 OBSERVATIONS = "pm:observations"
 ANSWERS = "pm:answers"
-DRAFTS = "pm:drafts"
+# Each producer of drafts writes a stream of its own, which no other may write: an ACL
+# cannot see XADD's arguments, so on a shared stream one producer could jam the others
+# (an entry ID at the maximum makes every later "XADD *" fail) or trim their entries
+# away (MAXLEN 0). The worst a compromised producer does now is to its own drafts.
+DRAFTS_FROM_PLANNER = "pm:drafts:planner"
+DRAFTS_FROM_ANSWERER = "pm:drafts:answerer"
+DRAFTS_FROM_WATCHDOG = "pm:drafts:watchdog"
+DRAFT_STREAMS = (DRAFTS_FROM_PLANNER, DRAFTS_FROM_ANSWERER, DRAFTS_FROM_WATCHDOG)
+# The one drafts stream of earlier releases: the verifier still drains what is left in
+# it; nothing writes to it.
+LEGACY_DRAFTS = "pm:drafts"
 QUERIES = "pm:queries"  # direct keyword / semantic / hybrid searches from the gateway
 INGEST = "pm:ingest"  # raw RFC 822 from the admin API
 LOOKUPS = "pm:lookups"  # read-only tool calls outside a run (the MCP read_message tool)
@@ -21,10 +31,9 @@ GROUP = {
     INGEST: "searcher",
     LOOKUPS: "searcher",
     ANSWERS: "answerer",
-    DRAFTS: "verifier",
+    **{stream: "verifier" for stream in (*DRAFT_STREAMS, LEGACY_DRAFTS)},
 }
 
-STREAM_MAXLEN = 100_000  # a count cap on top of trimming by age (shared/worker.py)
 REPLY_TTL_SECONDS = 120
 
 # A run's keys below are read and written only through shared/runstore (one

@@ -20,7 +20,7 @@ from shared.messages import EvidenceMessage, VerificationRequested
 from shared.runstore import RunReader
 
 FILE = "drafts.jsonl"
-RECENT = 500  # entries of pm:drafts searched for a run that has just ended
+RECENT = 500  # entries of each drafts stream searched for a run that has just ended
 
 
 def admin_client(var_dir: Path, redis_port: int) -> redis.Redis | None:
@@ -64,13 +64,14 @@ class DraftKeeper:
         return True
 
     def _draft(self, run_id: str) -> VerificationRequested | None:
-        for _, fields in self._redis.xrevrange(streams.DRAFTS, count=RECENT):
-            try:
-                msg = decode(fields, VerificationRequested)
-            except (ValueError, KeyError, TypeError):
-                continue  # a foreign or malformed entry: not this run's draft
-            if msg.run_id == run_id:
-                return msg
+        for stream in streams.DRAFT_STREAMS:
+            for _, fields in self._redis.xrevrange(stream, count=RECENT):
+                try:
+                    msg = decode(fields, VerificationRequested)
+                except (ValueError, KeyError, TypeError):
+                    continue  # a foreign or malformed entry: not this run's draft
+                if msg.run_id == run_id:
+                    return msg
         return None
 
 
@@ -91,12 +92,13 @@ def live(client: redis.Redis) -> dict[str, tuple[VerificationRequested, dict[str
     """The drafts still in the verifier's input stream, with their runs' evidence."""
     out: dict[str, tuple[VerificationRequested, dict[str, EvidenceMessage]]] = {}
     reader = RunReader(client)
-    for _, fields in client.xrange(streams.DRAFTS):
-        try:
-            msg = decode(fields, VerificationRequested)
-        except (ValueError, KeyError, TypeError):
-            continue
-        out[msg.run_id] = (msg, reader.evidence(msg.run_id))
+    for stream in (*streams.DRAFT_STREAMS, streams.LEGACY_DRAFTS):
+        for _, fields in client.xrange(stream):
+            try:
+                msg = decode(fields, VerificationRequested)
+            except (ValueError, KeyError, TypeError):
+                continue
+            out[msg.run_id] = (msg, reader.evidence(msg.run_id))
     return out
 
 

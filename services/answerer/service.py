@@ -84,7 +84,7 @@ class Answerer:
         metrics.DRAFTS.labels(ending).inc()
         await publish(
             self.redis,
-            streams.DRAFTS,
+            streams.DRAFTS_FROM_ANSWERER,
             VerificationRequested(
                 run_id=req.run_id, tenant_id=req.tenant_id, scope_token=req.scope_token, deadline=req.deadline,
                 question=req.question, ending=ending, draft=draft, trace=trace, usage=usage,

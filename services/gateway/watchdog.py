@@ -7,7 +7,7 @@ several gateway replicas two of them must not both act on one run:
 1. a run whose result is stored leaves the set (nothing to do);
 2. otherwise a replica *claims* the run: ``SET watchdog-claim NX PX`` (a lease of
    :data:`CLAIM_SECONDS`); a replica that does not get the claim leaves the run alone;
-3. the claimant publishes the ending to ``pm:drafts``, and only then removes the run
+3. the claimant publishes the ending to ``pm:drafts:watchdog``, and only then removes the run
    from the set.
 
 A failure or a dead replica anywhere in 2-3 leaves the run in the set: when the lease
@@ -48,7 +48,7 @@ async def request_ending(redis: Redis, meta: RunMeta, ending: Ending, reason: st
     Sent twice it is harmless: the verifier stores one result per run."""
     await publish(
         redis,
-        streams.DRAFTS,
+        streams.DRAFTS_FROM_WATCHDOG,
         VerificationRequested(
             run_id=meta.run_id, tenant_id=meta.tenant_id, scope_token=meta.scope_token, deadline=meta.deadline,
             question=meta.question, ending=ending, reason=reason,

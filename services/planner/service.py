@@ -412,7 +412,7 @@ class Planner:
         metrics.ENDINGS.labels(ending).inc()
         metrics.STEPS_USED.observe(state.steps_used)
         await self.repo.publish(
-            streams.DRAFTS,
+            streams.DRAFTS_FROM_PLANNER,
             VerificationRequested(
                 run_id=run.run_id, tenant_id=run.tenant_id, scope_token=run.scope_token, deadline=run.deadline,
                 question=run.question, ending=ending, trace=state.trace, usage=state.usage,

@@ -2,7 +2,7 @@
 
     PmError
     └── VerifierError
-        ├── RequestContractError   a pm:drafts entry that does not match VerificationRequested
+        ├── RequestContractError   a drafts entry that does not match VerificationRequested
         ├── DraftMismatch          a draft whose run, tenant, scope or question is not the run's record
         ├── StoreError             Redis refused or failed a read or write
         │   └── RunBusy            another draft of the run holds the finishing lease

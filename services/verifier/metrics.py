@@ -41,8 +41,8 @@ SECONDS_BUDGET_USED = Histogram(
     "pm_run_seconds_budget_ratio", "A finished run's time, admission to result, over its time budget.", ["outcome"],
     buckets=BUDGET_BUCKETS,
 )
-# Dead letters of pm:drafts are counted by the worker runtime:
-# pm_worker_dead_lettered_total{stream="pm:drafts", reason=<error code>}.
+# Dead letters of the drafts streams are counted by the worker runtime:
+# pm_worker_dead_lettered_total{stream="pm:drafts:<producer>", reason=<error code>}.
 
 for _result in ("kept", "removed"):
     SENTENCES.labels(result=_result)

@@ -33,7 +33,7 @@ from shared.bus import connect
 from shared.health import serve
 from shared.messages import VerificationRequested
 from shared.settings import VerifierSettings, verifier_settings
-from shared.streams import DRAFTS
+from shared.streams import DRAFT_STREAMS, LEGACY_DRAFTS
 from shared.telemetry import setup_logging
 from shared.worker import Delivery, Policy, Worker
 
@@ -96,10 +96,12 @@ def build_app(
     async def on_draft(request: VerificationRequested, delivery: Delivery) -> None:
         await handle(request, delivery, redis, retention_days=settings.run_retention_days)
 
-    worker.subscribe(
-        DRAFTS, VerificationRequested, on_draft,
-        concurrency=settings.worker_concurrency, parse=parse_request, skip_late=False, skip_finished=False,
-    )
+    # One stream per producer (shared/streams.py), and the old shared one, drained.
+    for stream in (*DRAFT_STREAMS, LEGACY_DRAFTS):
+        worker.subscribe(
+            stream, VerificationRequested, on_draft,
+            concurrency=settings.worker_concurrency, parse=parse_request, skip_late=False, skip_finished=False,
+        )
     worker.on_stop(redis.aclose)
     return worker
 

@@ -26,7 +26,7 @@ async def test_a_kept_draft_reads_back_with_its_evidence(client, redis, tmp_path
     run_id = uuid.uuid4().hex
     req = request(run_id=run_id, sentences=[DraftSentence(text="The insurer accepted the claim.", citations=[M1])])
     await RunStore(redis).add_evidence(run_id, 0, evidence(), req.deadline)
-    client.xadd(streams.DRAFTS, encode(req))
+    client.xadd(streams.DRAFTS_FROM_ANSWERER, encode(req))
 
     assert DraftKeeper(client, tmp_path).keep(run_id)
 

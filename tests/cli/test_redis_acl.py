@@ -20,7 +20,10 @@ REFUSED = [
     # Trimming and deleting entries is for a consumer's own input only.
     ("searcher", lambda r: r.xdel("pm:tools", "1-0")),
     ("planner", lambda r: r.xtrim("pm:tools", minid="1-0")),
-    ("answerer", lambda r: r.xtrim("pm:drafts", minid="1-0")),
+    ("answerer", lambda r: r.xtrim("pm:drafts:answerer", minid="1-0")),
+    # A producer of drafts writes its own stream only.
+    ("answerer", lambda r: r.xadd("pm:drafts:planner", {"x": "1"})),
+    ("planner", lambda r: r.xadd("pm:drafts:watchdog", {"x": "1"})),
     ("gateway", lambda r: r.xtrim("pm:runs", minid="1-0")),
 ]
 
@@ -30,14 +33,15 @@ ALLOWED = [
     ("searcher", lambda r: r.hsetnx("pm:run:{r2}:evidence", "m1", "{}")),
     ("searcher", lambda r: r.xadd("pm:observations", {"x": "1"})),
     ("planner", lambda r: r.xadd("pm:tools", {"x": "1"})),
-    ("planner", lambda r: r.xadd("pm:drafts", {"x": "1"})),
-    ("answerer", lambda r: r.xadd("pm:drafts", {"x": "1"})),
+    ("planner", lambda r: r.xadd("pm:drafts:planner", {"x": "1"})),
+    ("answerer", lambda r: r.xadd("pm:drafts:answerer", {"x": "1"})),
+    ("gateway", lambda r: r.xadd("pm:drafts:watchdog", {"x": "1"})),
     ("gateway", lambda r: r.xadd("pm:runs", {"x": "1"})),
     ("gateway", lambda r: r.set("pm:apikey:abc", "{}")),
     # The worker runtime trims consumed entries of its own input; the searcher deletes
     # handled raw mail.
     ("planner", lambda r: r.xtrim("pm:runs", minid="1-0")),
-    ("verifier", lambda r: r.xtrim("pm:drafts", minid="1-0")),
+    ("verifier", lambda r: r.xtrim("pm:drafts:answerer", minid="1-0")),
     ("searcher", lambda r: r.xdel("pm:ingest", "1-0")),
 ]
 

@@ -209,7 +209,7 @@ def test_every_dashboard_query_and_alert_signal_returns_series(observed) -> None
 def test_the_verifier_reports_lag_and_pending_for_drafts(observed) -> None:
     _, prom, _ = observed
     for metric in ("pm_stream_lag", "pm_stream_pending", "pm_stream_pending_age_seconds", "pm_dead_letters"):
-        assert prom.query(f'{metric}{{job="verifier", stream="pm:drafts"}}'), metric
+        assert prom.query(f'{metric}{{job="verifier", stream="pm:drafts:answerer"}}'), metric
 
 
 def test_every_alert_expression_is_evaluated_by_prometheus(observed) -> None:

@@ -168,7 +168,7 @@ async def test_a_planner_that_dies_mid_transition_still_ends_the_run_once(planne
     assert deliveries > 2  # the run, one observation per step, and the redelivery
 
     handed = await published(redis, streams.ANSWERS, AnswerRequested, req.run_id)
-    ended = await published(redis, streams.DRAFTS, VerificationRequested, req.run_id)
+    ended = await published(redis, streams.DRAFTS_FROM_PLANNER, VerificationRequested, req.run_id)
     assert (len(handed), len(ended)) == (1, 0), f"{where}: {len(handed)} answers, {[e.ending for e in ended]} endings"
     (answer,) = handed
     assert answer.proposed and answer.focus[:1] == ["m-accept"]  # the search round's find first

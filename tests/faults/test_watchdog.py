@@ -31,7 +31,7 @@ WATCHDOG_GRANTS = {
     "claim": "(~pm:run:*:watchdog +set)",
     "meta": "(~pm:run:*:meta +get +exists)",
     "final": "(%R~pm:run:*:final +get +exists)",
-    "publish": "(%W~pm:drafts +xadd)",
+    "publish": "(%W~pm:drafts:watchdog +xadd)",
 }
 
 
@@ -96,7 +96,7 @@ def _ours(entries):
 
 async def endings(admin: aioredis.Redis, run_id: str) -> list[tuple[str, VerificationRequested]]:
     found = []
-    for entry_id, fields in _ours(await admin.xrange(streams.DRAFTS)):
+    for entry_id, fields in _ours(await admin.xrange(streams.DRAFTS_FROM_WATCHDOG)):
         draft = decode(fields, VerificationRequested)
         if draft.run_id == run_id:
             found.append((entry_id.decode(), draft))

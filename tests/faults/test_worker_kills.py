@@ -32,7 +32,7 @@ from shared.messages import (
     Usage,
     VerificationRequested,
 )
-from shared.streams import ANSWERS, DRAFTS, RUNS, TOOLS, dead_letter, evidence_key, final_key, meta_key
+from shared.streams import ANSWERS, DRAFTS_FROM_ANSWERER, RUNS, TOOLS, dead_letter, evidence_key, final_key, meta_key
 from tests.faults.worker_proc import GROUP, POLICY, Task
 from tests.fixtures.redis_server import redis_server
 from tests.services.verifier.factory import evidence, request, run_record
@@ -192,7 +192,7 @@ def _verifier_message(admin: redis.Redis) -> Callable[[], bool]:
     req = request(run_id=run, ending="degraded")
     admin.hset(evidence_key(run), mapping={k: v.model_dump_json() for k, v in evidence().items()})
     admin.set(meta_key(run), run_record(req).model_dump_json(), ex=600)
-    admin.xadd(DRAFTS, encode(req))
+    admin.xadd(DRAFTS_FROM_ANSWERER, encode(req))
     return lambda: bool(admin.exists(final_key(run)))
 
 
@@ -211,11 +211,11 @@ def _answerer_message(admin: redis.Redis) -> Callable[[], bool]:
         run_id=run, tenant_id="acme", scope_token="token", deadline=time.time() + 60, question="Was it accepted?",
         step=1, trace=Trace(), usage=Usage(), proposed=[DraftSentence(text="It was accepted.", citations=[])],
     )))
-    return lambda: any(decode(f, VerificationRequested).run_id == run for _, f in admin.xrange(DRAFTS))
+    return lambda: any(decode(f, VerificationRequested).run_id == run for _, f in admin.xrange(DRAFTS_FROM_ANSWERER))
 
 
 STAGES = {
-    "verifier": ("pm:drafts", _verifier_message),
+    "verifier": ("pm:drafts:answerer", _verifier_message),
     "planner": ("pm:runs", _planner_message),
     "answerer": ("pm:answers", _answerer_message),
 }

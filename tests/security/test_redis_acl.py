@@ -25,14 +25,17 @@ INPUTS = {
     "searcher": ["pm:queries", "pm:lookups", "pm:ingest", "pm:tools"],
     "planner": ["pm:runs", "pm:observations"],
     "answerer": ["pm:answers"],
-    "verifier": ["pm:drafts"],
+    "verifier": ["pm:drafts:answerer", "pm:drafts:planner", "pm:drafts:watchdog", "pm:drafts"],
 }
 PRODUCED = [
-    ("gateway", "pm:queries"), ("gateway", "pm:lookups"), ("gateway", "pm:ingest"), ("gateway", "pm:runs"), ("gateway", "pm:drafts"),
-    ("planner", "pm:tools"), ("planner", "pm:answers"), ("planner", "pm:drafts"),
+    ("gateway", "pm:queries"), ("gateway", "pm:lookups"), ("gateway", "pm:ingest"), ("gateway", "pm:runs"), ("gateway", "pm:drafts:watchdog"),
+    ("planner", "pm:tools"), ("planner", "pm:answers"), ("planner", "pm:drafts:planner"),
     ("searcher", "pm:observations"),
-    ("answerer", "pm:drafts"),
+    ("answerer", "pm:drafts:answerer"),
 ]
+# Each producer of drafts has a stream of its own (shared/streams.py).
+DRAFTS_OF = {"gateway": "pm:drafts:watchdog", "planner": "pm:drafts:planner", "answerer": "pm:drafts:answerer"}
+MAX_ID = "18446744073709551615-18446744073709551615"
 GROUP_OF = {s: u for u, streams in INPUTS.items() for s in streams}
 
 
@@ -88,6 +91,29 @@ def test_a_producer_may_only_add_to_the_stream_it_feeds(acl_redis, user, stream)
     assert dryrun(acl_redis, user, "XADD", stream, "*", "f", "v") == "OK"
     still_allowed = [d(stream) for d in DRAIN if not refused(acl_redis, user, *d(stream))]
     assert still_allowed == []
+
+
+@pytest.mark.parametrize("user", list(DRAFTS_OF))
+def test_a_drafts_producer_cannot_jam_or_empty_another_producers_drafts(acl_redis, user):
+    # ACLs cannot see XADD's arguments: on one shared stream an entry at the maximum ID
+    # would fail every later "XADD *" of the others, and MAXLEN 0 would drop theirs.
+    for other, stream in DRAFTS_OF.items():
+        if other != user:
+            assert refused(acl_redis, user, "XADD", stream, MAX_ID, "f", "v"), stream
+            assert refused(acl_redis, user, "XADD", stream, "MAXLEN", "0", "*", "f", "v"), stream
+    assert refused(acl_redis, user, "XADD", "pm:drafts", "*", "f", "v")  # the old shared stream: drained only
+
+
+def test_a_producer_that_jams_its_own_drafts_stream_leaves_the_others_working(acl_redis):
+    answerer, planner = acl_redis.redis_client("answerer"), acl_redis.redis_client("planner")
+    try:
+        answerer.xadd(DRAFTS_OF["answerer"], {"f": "v"}, id=MAX_ID)
+        with pytest.raises(redis.exceptions.ResponseError):
+            answerer.xadd(DRAFTS_OF["answerer"], {"f": "v"})  # its own stream is jammed
+        assert planner.xadd(DRAFTS_OF["planner"], {"f": "v"})
+        assert acl_redis.redis_client("gateway").xadd(DRAFTS_OF["gateway"], {"f": "v"})
+    finally:
+        acl_redis.redis_client().delete(*DRAFTS_OF.values())
 
 
 @pytest.mark.parametrize("user", list(INPUTS))

@@ -1,7 +1,7 @@
 """Results and events (issue 8, items 1-4), against the real stack: redis-server with the
 shipped ACL file, every stage as a process, the gateway over HTTP, a scripted model.
 
-A stage that may write a run's progress stream or pm:drafts (here the planner, as its
+A stage that may write a run's progress stream or its drafts stream (here the planner, as its
 own Redis user) must not be able to put words in the verifier's mouth; a run is seen
 only by the principal and scope that started it; a finished run replays at any time.
 """
@@ -118,7 +118,7 @@ def draft_as_recorded(meta: RunMeta, **fields) -> VerificationRequested:
 
 
 def send_draft(demo_stack, draft: VerificationRequested) -> None:
-    demo_stack.redis_client("planner").xadd(streams.DRAFTS, encode(draft))
+    demo_stack.redis_client("planner").xadd(streams.DRAFTS_FROM_PLANNER, encode(draft))
 
 
 def result_of(api, run_id: str, timeout: float = 20) -> dict:
@@ -208,7 +208,7 @@ def test_a_draft_that_does_not_match_the_runs_record_never_finishes_it(api, stac
     def refused() -> bool:
         return any(
             draft.run_id in f[b"payload"].decode() and f[b"error"].startswith(b"draft_mismatch")
-            for _, f in admin.xrange(streams.dead_letter(streams.DRAFTS))
+            for _, f in admin.xrange(streams.dead_letter(streams.DRAFTS_FROM_PLANNER))
         )
 
     wait_for(refused)

@@ -58,7 +58,7 @@ def request(
 
 
 async def handed_on(redis, run_id: str) -> VerificationRequested:
-    found = [decode(f, VerificationRequested) for _, f in await redis.xrange(streams.DRAFTS)]
+    found = [decode(f, VerificationRequested) for _, f in await redis.xrange(streams.DRAFTS_FROM_ANSWERER)]
     (req,) = [r for r in found if r.run_id == run_id]
     return req
 

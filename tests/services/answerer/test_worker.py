@@ -10,7 +10,7 @@ from services.answerer.worker import build_app
 from shared.bus import decode, publish
 from shared.messages import AnswerRequested, DraftSentence, Trace, Usage, VerificationRequested
 from shared.settings import AnswererSettings
-from shared.streams import ANSWERS, DRAFTS
+from shared.streams import ANSWERS, DRAFTS_FROM_ANSWERER
 from shared.worker import Policy
 
 POLICY = Policy(reclaim_idle_ms=400, heartbeat_ms=100, reclaim_poll_ms=50, block_ms=200)
@@ -41,7 +41,7 @@ async def test_the_factory_builds_an_answerer_on_the_given_redis(redis_url, redi
 
 async def _drafts(redis) -> list[VerificationRequested]:
     found = []
-    for _, fields in await redis.xrange(DRAFTS):
+    for _, fields in await redis.xrange(DRAFTS_FROM_ANSWERER):
         try:
             found.append(decode(fields, VerificationRequested))
         except ValueError:

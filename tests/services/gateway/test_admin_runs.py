@@ -217,7 +217,7 @@ def test_a_stage_cannot_cancel_a_run_its_owner_did_not(api, demo_stack, stack_mo
         run_id=meta.run_id, tenant_id=meta.tenant_id, scope_token=meta.scope_token, deadline=meta.deadline,
         question=meta.question, ending="cancelled",
     )
-    demo_stack.redis_client("planner").xadd(streams.DRAFTS, encode(forged))
+    demo_stack.redis_client("planner").xadd(streams.DRAFTS_FROM_PLANNER, encode(forged))
     (done,) = streamed.done()
     assert json.loads(done["data"])["outcome"] == "answered"
 

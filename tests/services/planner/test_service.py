@@ -116,7 +116,7 @@ async def handed_to_answerer(redis, req: RunRequested) -> list[AnswerRequested]:
 
 
 async def ended(redis, req: RunRequested) -> VerificationRequested:
-    (out,) = await published(redis, streams.DRAFTS, VerificationRequested, req.run_id)
+    (out,) = await published(redis, streams.DRAFTS_FROM_PLANNER, VerificationRequested, req.run_id)
     return out
 
 

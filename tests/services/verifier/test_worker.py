@@ -17,7 +17,7 @@ from services.verifier.repository import Repository
 from shared.bus import decode, encode, publish
 from shared.messages import ProgressEvent, RunResult, VerificationRequested
 from shared.settings import VerifierSettings
-from shared.streams import DRAFTS, GROUP, dead_letter, evidence_key, final_key, meta_key, progress_key
+from shared.streams import DRAFTS_FROM_ANSWERER as DRAFTS, GROUP, dead_letter, evidence_key, final_key, meta_key, progress_key
 from shared.worker import Policy
 from tests.services.verifier.factory import M1, evidence, request, run_record
 
@@ -224,9 +224,9 @@ async def test_runs_as_a_process_with_metrics(redis_url: str, client) -> None:
         )
         assert 'pm_runs_finished_total{outcome="degraded"} 1.0' in body
         assert "pm_verifier_seconds_bucket" in body
-        # The runtime reports its input stream, pm:drafts included.
-        assert 'pm_stream_lag{stream="pm:drafts"}' in body
-        assert 'pm_stream_pending_age_seconds{stream="pm:drafts"}' in body
+        # The runtime reports its input streams, the drafts streams included.
+        assert 'pm_stream_lag{stream="pm:drafts:answerer"}' in body
+        assert 'pm_stream_pending_age_seconds{stream="pm:drafts:answerer"}' in body
     finally:
         proc.terminate()
         try:
