@@ -40,7 +40,8 @@ PROBLEM_REASONS: dict[int, str] = {
     413: "The request body is over its limit, refused unread (`body_too_large`).",
     422: "The body, a parameter or a filter does not validate (`invalid_request`); `errors` lists each field.",
     429: "The tenant's daily cap, the key's search rate or its stream slots are spent (`Retry-After`).",
-    503: "This replica is at capacity, or its store is unreachable (`overloaded`) or full (`store_full`); `Retry-After` says when to try again.",
+    503: "This replica is at capacity, or its store is unreachable (`overloaded`) or full (`store_full`); "
+         "`Retry-After` says when to try again.",
     504: "The searcher, or the run, did not answer in time (`upstream_timeout`).",
 }
 

@@ -22,6 +22,7 @@ def test_each_hop_is_named_for_the_stage_that_held_the_run_and_the_model_time_is
 
 def test_a_draft_the_answerer_wrote_itself_has_its_model_call_left_out_there():
     run = Run(sent_ms=0.0, done_ms=300.0, run_id="r", model_calls=1)
-    entries = [(5, streams.RUNS), (10, streams.TOOLS), (30, streams.OBSERVATIONS), (40, streams.ANSWERS), (260, streams.DRAFTS_FROM_ANSWERER)]
+    entries = [(5, streams.RUNS), (10, streams.TOOLS), (30, streams.OBSERVATIONS), (40, streams.ANSWERS),
+               (260, streams.DRAFTS_FROM_ANSWERER)]
     took = dict(hops(run, entries, latency_ms=200))
     assert took["planner → answers"] == 10 and took["answerer → drafts:answerer"] == 20

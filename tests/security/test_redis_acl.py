@@ -28,7 +28,8 @@ INPUTS = {
     "verifier": ["pm:drafts:answerer", "pm:drafts:planner", "pm:drafts:watchdog", "pm:drafts"],
 }
 PRODUCED = [
-    ("gateway", "pm:queries"), ("gateway", "pm:lookups"), ("gateway", "pm:ingest"), ("gateway", "pm:runs"), ("gateway", "pm:drafts:watchdog"),
+    ("gateway", "pm:queries"), ("gateway", "pm:lookups"), ("gateway", "pm:ingest"), ("gateway", "pm:runs"),
+    ("gateway", "pm:drafts:watchdog"),
     ("planner", "pm:tools"), ("planner", "pm:answers"), ("planner", "pm:drafts:planner"),
     ("searcher", "pm:observations"),
     ("answerer", "pm:drafts:answerer"),

@@ -278,5 +278,6 @@ def test_a_sentence_with_brackets_is_not_copied() -> None:
         "m-stat", "The device ID is [0,480] and the inode number is -9165900813172145728.",
         subject="stat example", sender="Konstantin <k@example.org>", date=datetime(2024, 9, 13, tzinfo=UTC),
     )
-    added = detail_statements("What inode number did the example print?", answer("It printed a negative inode number.", "m-stat"), [bracketed])
+    said = answer("It printed a negative inode number.", "m-stat")
+    added = detail_statements("What inode number did the example print?", said, [bracketed])
     assert added == []

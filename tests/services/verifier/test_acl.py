@@ -12,7 +12,8 @@ from cli.acl import rules
 from services.verifier.repository import Repository
 from shared.bus import redis_kwargs
 from shared.settings import VerifierSettings
-from shared.streams import DRAFTS_FROM_ANSWERER as DRAFTS, dead_letter, evidence_key, final_key
+from shared.streams import DRAFTS_FROM_ANSWERER as DRAFTS
+from shared.streams import dead_letter, evidence_key, final_key
 from tests.services.verifier.factory import M1, evidence, request
 from tests.services.verifier.test_worker import finished_for, running, submit, wait_for
 

@@ -17,7 +17,8 @@ from services.verifier.repository import Repository
 from shared.bus import decode, encode, publish
 from shared.messages import ProgressEvent, RunResult, VerificationRequested
 from shared.settings import VerifierSettings
-from shared.streams import DRAFTS_FROM_ANSWERER as DRAFTS, GROUP, dead_letter, evidence_key, final_key, meta_key, progress_key
+from shared.streams import DRAFTS_FROM_ANSWERER as DRAFTS
+from shared.streams import GROUP, dead_letter, evidence_key, final_key, meta_key, progress_key
 from shared.worker import Policy
 from tests.services.verifier.factory import M1, evidence, request, run_record
 
