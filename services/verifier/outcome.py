@@ -20,6 +20,7 @@ import math
 from collections.abc import Mapping
 
 from services.verifier.errors import DraftMismatch
+from shared.steering import unverified
 from shared.messages import (
     EvidenceMessage,
     Hit,
@@ -108,8 +109,6 @@ def reason_code(
 
 
 def model_note(request: VerificationRequested) -> str | None:
-    """The stage's own words on the ending, shortened; never a verdict."""
-    text = " ".join((request.reason or "").split())
-    if not text:
-        return None
-    return text if len(text) <= MODEL_NOTE_CHARS else text[: MODEL_NOTE_CHARS - 1] + "…"
+    """The stage's own words on the ending, shortened and without a paragraph that
+    steers (:func:`shared.steering.unverified`); never a verdict."""
+    return unverified(request.reason or "", MODEL_NOTE_CHARS) or None
