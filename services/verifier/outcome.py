@@ -20,7 +20,6 @@ import math
 from collections.abc import Mapping
 
 from services.verifier.errors import DraftMismatch
-from shared.steering import unverified
 from shared.messages import (
     EvidenceMessage,
     Hit,
@@ -28,6 +27,7 @@ from shared.messages import (
     RunMeta,
     VerificationRequested,
 )
+from shared.steering import unverified
 
 MODEL_NOTE_CHARS = 300
 SNIPPET_CHARS = 200
