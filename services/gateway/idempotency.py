@@ -12,7 +12,10 @@ holding the run id, a digest of the request body and whether the run was started
 * **reserved** (``SET NX``) before the cap is taken, for :data:`RESERVE_SECONDS`; a
   request with the same key meanwhile gets 409 with ``Retry-After``;
 * **started** in the same MULTI that publishes the run, then kept for a day (at most
-  the run retention): a request with the same key and body follows the run;
+  the run retention): a request with the same key and body follows the run. That MULTI
+  runs only while the reservation is still this request's (``WATCH``, :meth:`hold_in`):
+  a gateway that stalled past the reservation, whose key another request has since
+  reserved, starts nothing (409), so one key never starts two runs;
 * **released** when starting failed (403, 429, 503 ...), so the retry is decided afresh.
   A reservation whose gateway died expires by itself.
 
@@ -86,6 +89,20 @@ class IdempotencyKeys:
                 await self.redis.set(key, claim.model_dump_json(), ex=RESERVE_SECONDS)
             return earlier
         raise IdempotencyKeyInUse("a request with this Idempotency-Key is being started", retry_after=RETRY_AFTER_SECONDS)
+
+    async def hold_in(self, pipe: Pipeline, key_id: str, idempotency_key: str, claim: Claim) -> None:
+        """``WATCH`` the record on ``pipe``, before its MULTI, and check that it still
+        holds ``claim``'s reservation; 409 when it does not (it expired, and may be
+        another request's now). The MULTI then fails if the record changes before it runs."""
+        key = record_key(key_id, idempotency_key)
+        await pipe.watch(key)
+        held = _claim(await pipe.get(key))
+        if held is None or held.run_id != claim.run_id or held.started:
+            await pipe.unwatch()
+            raise IdempotencyKeyInUse(
+                "this request's Idempotency-Key reservation ran out before its run started; send it again",
+                retry_after=RETRY_AFTER_SECONDS,
+            )
 
     def started_in(self, pipe: Pipeline, key_id: str, idempotency_key: str, claim: Claim) -> None:
         """Queue on ``pipe`` the mark that the reserved claim's run started, kept for the

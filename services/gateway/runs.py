@@ -22,15 +22,15 @@ import re
 import time
 import uuid
 from functools import partial
-from typing import Any, AsyncIterator, Callable
+from typing import Any, AsyncIterator, Awaitable, Callable
 
 from redis.asyncio.client import Pipeline
 from redis.exceptions import ConnectionError as RedisConnectionError
-from redis.exceptions import OutOfMemoryError
+from redis.exceptions import OutOfMemoryError, WatchError
 from redis.exceptions import TimeoutError as RedisTimeout
 
 from services.gateway import metrics
-from services.gateway.errors import BadHeader, CapExhausted, Forbidden, NotFound, UpstreamTimeout
+from services.gateway.errors import BadHeader, CapExhausted, Forbidden, IdempotencyKeyInUse, NotFound, UpstreamTimeout
 from services.gateway.idempotency import REMEMBER_SECONDS, Claim, IdempotencyKeys, follow, request_digest
 from services.gateway.repository import seconds_to_utc_midnight
 from services.gateway.schemas import ApiKeyRecord, SearchRequest
@@ -102,6 +102,8 @@ class RunService:
                 record, req, mailboxes, run_id,
                 with_publish=partial(self.requests.started_in, key_id=record.key_id,
                                      idempotency_key=idempotency_key, claim=claim),
+                guard=partial(self.requests.hold_in, key_id=record.key_id,
+                              idempotency_key=idempotency_key, claim=claim),
             )
         except Exception:
             await self.requests.release(record.key_id, idempotency_key, claim)
@@ -121,9 +123,12 @@ class RunService:
     async def _admit(
         self, record: ApiKeyRecord, req: SearchRequest, mailboxes: list[str], run_id: str,
         with_publish: Callable[[Pipeline], None] | None = None,
+        guard: Callable[[Pipeline], Awaitable[None]] | None = None,
     ) -> RunMeta:
         """Take the cap, record the run and publish it; ``with_publish`` queues writes
-        that must happen if and only if the run is published (one MULTI)."""
+        that must happen if and only if the run is published (one MULTI); ``guard``
+        WATCHes what must not change before that MULTI runs (and refuses at once when
+        it already has)."""
         budgets = await self.gw.tenant_settings(record.tenant_id)
         used = await self.gw.repo.take_cap(record.tenant_id, budgets.daily_cap)
         if used is None:
@@ -151,14 +156,23 @@ class RunService:
         try:
             # One MULTI: the run is recorded if and only if it is published.
             async with self.redis.pipeline(transaction=True) as pipe:
+                if guard is not None:
+                    await guard(pipe)
+                pipe.multi()
                 self.store.admit_in(pipe, meta, watch_at=deadline + self.settings.deadline_grace_seconds)
                 publish_in(pipe, streams.RUNS, requested)
                 if with_publish is not None:
                     with_publish(pipe)
                 await pipe.execute()
-        except OutOfMemoryError:
+        except (OutOfMemoryError, IdempotencyKeyInUse):
             await self.gw.repo.give_back_cap(record.tenant_id)
             raise
+        except WatchError as exc:
+            await self.gw.repo.give_back_cap(record.tenant_id)
+            raise IdempotencyKeyInUse(
+                "this request's Idempotency-Key was taken by another request before its run started; send it again",
+                retry_after=1,
+            ) from exc
         metrics.RUNS_STARTED.inc()
         return meta
 

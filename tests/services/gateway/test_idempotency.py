@@ -5,6 +5,7 @@ from __future__ import annotations
 import uuid
 
 import pytest
+from redis.exceptions import WatchError
 
 from services.gateway.errors import BadHeader, IdempotencyKeyInUse, IdempotencyKeyReused
 from services.gateway.idempotency import (
@@ -104,3 +105,28 @@ def test_a_malformed_header_is_400(value) -> None:
 def test_a_well_formed_header_passes_as_sent() -> None:
     assert parse_idempotency_key("  order 7 / retry ") == "  order 7 / retry "
     assert parse_idempotency_key(None) is None
+
+
+async def test_a_run_starts_only_while_its_reservation_is_still_its_own(redis, k1) -> None:
+    keys, stalled, later = IdempotencyKeys(redis), claim(), claim()
+    await keys.reserve(k1, "order-7", stalled)
+    await redis.delete(record_key(k1, "order-7"))  # the reservation ran out while a gateway stalled ...
+    assert await keys.reserve(k1, "order-7", later) is None  # ... and a retry reserved the key
+    async with redis.pipeline(transaction=True) as pipe:
+        with pytest.raises(IdempotencyKeyInUse):
+            await keys.hold_in(pipe, k1, "order-7", stalled)
+    assert await keys.reserve(k1, "order-7", claim()) == later
+
+
+async def test_a_reservation_taken_over_between_the_check_and_the_multi_starts_nothing(redis, k1) -> None:
+    keys, first = IdempotencyKeys(redis), claim()
+    await keys.reserve(k1, "order-7", first)
+    async with redis.pipeline(transaction=True) as pipe:
+        await keys.hold_in(pipe, k1, "order-7", first)
+        await redis.set(record_key(k1, "order-7"), claim().model_dump_json())  # another request, meanwhile
+        pipe.multi()
+        keys.started_in(pipe, k1, "order-7", first)
+        pipe.xadd(f"test:runs:{k1}", {"run": first.run_id})
+        with pytest.raises(WatchError):
+            await pipe.execute()
+    assert await redis.exists(f"test:runs:{k1}") == 0
