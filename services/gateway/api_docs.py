@@ -50,4 +50,10 @@ async def asyncapi() -> JSONResponse:
 @router.get("/asyncapi.yaml", response_model=AsyncApiDocument, response_class=YamlResponse, include_in_schema=False)
 async def asyncapi_yaml() -> Response:
     """The same document as YAML."""
-    return YamlResponse(yaml.safe_dump(_asyncapi(), sort_keys=False, allow_unicode=True))
+    return YamlResponse(_asyncapi_yaml())
+
+
+@lru_cache(maxsize=1)
+def _asyncapi_yaml() -> str:
+    # Built once: rendering it per request let any caller spend the gateway's CPU.
+    return yaml.safe_dump(_asyncapi(), sort_keys=False, allow_unicode=True)

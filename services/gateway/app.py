@@ -62,6 +62,7 @@ PROBLEM = "application/problem+json"
 STORE_FULL_RETRY_SECONDS = 30
 # The watchdog and /healthz: a few connections of their own, never starved by clients.
 CONTROL_CONNECTIONS = 4
+PROBE_CONNECTIONS = 1
 
 
 def _problem(status: int, body: dict, headers: dict[str, str] | None = None) -> JSONResponse:
@@ -82,9 +83,13 @@ def create_app(settings: GatewaySettings | None = None) -> FastAPI:
             longest_block_seconds=max(settings.search_timeout_seconds, settings.ingest_timeout_seconds),
         )
         control = connect(settings, max_connections=CONTROL_CONNECTIONS, pool_timeout=settings.redis_pool_timeout_seconds)
+        # The health probes' own connection: neither client load nor a slow watchdog
+        # round may fail them.
+        probes = connect(settings, max_connections=PROBE_CONNECTIONS, pool_timeout=settings.redis_pool_timeout_seconds)
         gw = GatewayService(redis, settings)
         app.state.service = gw
         app.state.control = control
+        app.state.probes = probes
         app.state.runs = RunService(gw)
         app.state.admission = Admission(settings)
         app.state.limits = KeyLimits(
@@ -100,6 +105,7 @@ def create_app(settings: GatewaySettings | None = None) -> FastAPI:
         await dog
         await redis.aclose()
         await control.aclose()
+        await probes.aclose()
 
     app = FastAPI(
         title="pmsearch",
@@ -242,7 +248,7 @@ Admin = Depends(admin)
 def _routes(app: FastAPI) -> None:
     @app.get("/healthz", include_in_schema=False)
     async def healthz(request: Request) -> dict:
-        await request.app.state.control.ping()  # not the client pool: load must not fail it
+        await request.app.state.probes.ping()  # not the client pool: load must not fail it
         return {"status": "ok"}
 
     @app.get("/metrics", include_in_schema=False)

@@ -42,8 +42,9 @@ class WatchdogHealth:
 async def readyz(request: Request) -> JSONResponse:
     checks: dict[str, str] = {}
     try:
-        # The control pool, not the client pool: client load must not fail the probe.
-        await asyncio.wait_for(request.app.state.control.ping(), PROBE_SECONDS)
+        # The probes' own connection, not the client pool nor the watchdog's: their load
+        # must not fail the probe.
+        await asyncio.wait_for(request.app.state.probes.ping(), PROBE_SECONDS)
         checks["redis"] = "ok"
     except Exception as exc:  # noqa: BLE001 - reported, not raised: that is the probe's job
         checks["redis"] = f"{type(exc).__name__}: {exc}"[:200]

@@ -232,3 +232,14 @@ def test_the_services_run_a_whole_run_without_one_acl_denial(api, demo_stack, st
     time.sleep(1)  # the stages' last writes (expiries, acks) land after the reply
     denials = [(e["username"], e["object"], e["context"]) for e in admin.acl_log() if e["username"] in SERVICES]
     assert denials == []
+
+
+def test_no_connection_can_act_as_the_default_user(acl_redis):
+    # The default user holds every permission for the AOF replay's sake (see
+    # deploy/redis/users.acl.in): it must stay impossible to become.
+    anonymous = redis.Redis.from_url(acl_redis.redis_url)
+    with pytest.raises(redis.exceptions.AuthenticationError):
+        anonymous.ping()
+    for password in ("", "nopass", acl_redis.secrets.passwords["admin"]):
+        with pytest.raises((redis.exceptions.AuthenticationError, redis.exceptions.ResponseError)):
+            redis.Redis.from_url(acl_redis.redis_url, username="default", password=password).ping()
