@@ -72,14 +72,22 @@ def router(caller: Callable[..., Awaitable[ApiKeyRecord]], admin: Callable[..., 
         response_model=RunResult,
         responses={
             202: {"model": CancelAccepted, "description": "Cancelling; the result follows shortly"},
-            **problems(404, 409, 503),
+            **problems(404, 409, 429, 503),
         },
     )
-    async def cancel_run(run_id: str, api: AdminApi, record: Caller):
+    async def cancel_run(run_id: str, api: AdminApi, record: Caller, request: Request):
         """Cancel a running run: it ends once, through the verifier, with outcome and reason
         ``cancelled`` (200 with the result; 202 if it is not stored within seconds). Only
-        the run's owner may cancel it (else 404, as for reading it); a finished run is 409."""
-        return _cancelled(run_id, await api.cancel(record, run_id))
+        the run's owner may cancel it (else 404, as for reading it); a finished run is 409.
+        A cancellation counts against the key's search rate (429) and waits in one of the
+        replica's waiting slots (503 when none is free)."""
+        # It writes, publishes and waits for the verifier: as costly as a search.
+        await request.app.state.limits.take_search(record.key_id)
+        ticket = request.app.state.admission.waiting_runs.take()
+        try:
+            return _cancelled(run_id, await api.cancel(record, run_id))
+        finally:
+            ticket.release()
 
     @routes.delete(
         "/v1/admin/runs/{run_id}",

@@ -202,6 +202,18 @@ def test_plain_search_past_the_keys_rate_is_429_with_retry_after(gateway):
     _is_problem(gateway.search(gateway.new_key()), 504, "upstream_timeout")
 
 
+def test_cancelling_runs_counts_against_the_keys_search_rate(gateway):
+    # A cancellation writes, publishes and waits for the verifier: a flood of them, even
+    # of runs that do not exist, must not be free.
+    key = gateway.new_key()
+    auth = {"Authorization": f"Bearer {key}"}
+    for i in range(RATE):
+        _is_problem(gateway.http.delete(f"/v1/runs/{i:032x}", headers=auth), 404, "not_found")
+    resp = gateway.http.delete(f"/v1/runs/{RATE:032x}", headers=auth)
+    _is_problem(resp, 429, "rate_limited")
+    assert 1 <= int(resp.headers["retry-after"]) <= 60
+
+
 def test_the_search_rate_is_shared_by_gateway_replicas(gateway, replica):
     key = gateway.new_key()
     for gw in (gateway, replica, gateway)[:RATE]:
