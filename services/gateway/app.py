@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import secrets
 from contextlib import asynccontextmanager
 from typing import Annotated, AsyncIterator
 
@@ -15,7 +16,7 @@ import uvicorn
 from fastapi import Depends, FastAPI, Header, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
-from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest, start_http_server
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import OutOfMemoryError
 from redis.exceptions import TimeoutError as RedisTimeout
@@ -23,7 +24,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from services.gateway import admin_runs, api_docs, health, metrics
 from services.gateway.admission import Admission, ClientGone, HeldEventSource, Ticket, unless_client_leaves
-from services.gateway.errors import InvalidRequest, Overloaded, StoreFull
+from services.gateway.errors import InvalidRequest, NotFound, Overloaded, StoreFull
 from services.gateway.health import WatchdogHealth
 from services.gateway.idempotency import parse_idempotency_key
 from services.gateway.inspector import install as install_inspector
@@ -96,6 +97,9 @@ def create_app(settings: GatewaySettings | None = None) -> FastAPI:
             redis, search_rate_per_minute=settings.search_rate_per_minute,
             max_streams=settings.max_streams_per_key, lease_seconds=settings.stream_lease_seconds,
         )
+        # The operator port (PM_METRICS_HOST:PM_METRICS_PORT), where Prometheus scrapes;
+        # the public port then serves no metrics at all (see _may_scrape).
+        operator = start_http_server(settings.metrics_port, settings.metrics_host) if settings.metrics_port else None
         stop = asyncio.Event()
         app.state.watchdog_health = dog_health = WatchdogHealth()
         dog = asyncio.create_task(watchdog(control, stop, on_round=dog_health.round_done))
@@ -106,6 +110,9 @@ def create_app(settings: GatewaySettings | None = None) -> FastAPI:
         await redis.aclose()
         await control.aclose()
         await probes.aclose()
+        if operator is not None:
+            operator[0].shutdown()
+            operator[0].server_close()
 
     app = FastAPI(
         title="pmsearch",
@@ -245,6 +252,25 @@ Caller = Annotated[ApiKeyRecord, Depends(caller)]
 Admin = Depends(admin)
 
 
+_LOOPBACK = frozenset({"127.0.0.1", "::1"})
+
+
+def _may_scrape(request: Request, settings: GatewaySettings) -> bool:
+    """Whether the public port may serve this request the metrics: they name every
+    route's traffic and tenants' cap use, so they are for operators. With an operator
+    port (``PM_METRICS_PORT``) it serves none; without one, a client on this host that
+    came through no proxy (no ``Forwarded`` or ``X-Forwarded-For``), or the admin token."""
+    if settings.metrics_port:
+        return False
+    if settings.admin_token is not None:
+        expected = f"Bearer {settings.admin_token.get_secret_value()}"
+        if secrets.compare_digest(request.headers.get("authorization", "").encode(), expected.encode()):
+            return True
+    host = request.client.host if request.client else ""
+    proxied = "forwarded" in request.headers or "x-forwarded-for" in request.headers
+    return host in _LOOPBACK and not proxied
+
+
 def _routes(app: FastAPI) -> None:
     @app.get("/healthz", include_in_schema=False)
     async def healthz(request: Request) -> dict:
@@ -252,7 +278,9 @@ def _routes(app: FastAPI) -> None:
         return {"status": "ok"}
 
     @app.get("/metrics", include_in_schema=False)
-    async def prometheus() -> Response:
+    async def prometheus(request: Request) -> Response:
+        if not _may_scrape(request, request.app.state.service.settings):
+            raise NotFound("no such resource")  # not advertised to the public
         return Response(generate_latest(), media_type=CONTENT_TYPE_LATEST)
 
     @app.post(

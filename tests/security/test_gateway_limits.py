@@ -282,3 +282,23 @@ def test_an_overlong_filter_item_is_422_naming_it(gateway, filters, field):
     body = _is_problem(gateway.search(gateway.new_key(), filters=filters), 422, "invalid_request")
     assert body["detail"].startswith(field)
 
+
+
+# ------------------------------------------------------------------ operator surfaces
+
+
+def test_the_public_port_serves_metrics_only_to_this_host_or_the_admin_token(gateway):
+    assert gateway.http.get("/metrics").status_code == 200  # this host, through no proxy
+    proxied = {"X-Forwarded-For": "203.0.113.9"}
+    _is_problem(gateway.http.get("/metrics", headers=proxied), 404, "not_found")
+    key = {"Authorization": f"Bearer {gateway.new_key()}"}
+    _is_problem(gateway.http.get("/metrics", headers={**proxied, **key}), 404, "not_found")
+    admin = gateway.http.get("/metrics", headers={**proxied, "Authorization": f"Bearer {gateway.admin_token}"})
+    assert admin.status_code == 200 and "pm_http_requests_total" in admin.text
+
+
+def test_with_an_operator_port_the_public_port_serves_no_metrics(acl_redis):
+    port = _free_port()
+    with Gateway(acl_redis, metrics_port=port) as gw:
+        _is_problem(gw.http.get("/metrics"), 404, "not_found")
+        assert "pm_http_requests_total" in httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=10).text
