@@ -18,6 +18,7 @@ design, and a redelivered owner of a finished run must still complete its public
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 
@@ -67,7 +68,9 @@ async def handle(
             request = request.model_copy(
                 update={"trace": snapshot.trace, "usage": snapshot.usage, "hits": request.hits or snapshot.hits}
             )
-    result, verdict = decide_with_verdict(request, evidence, run=run)
+    # Off the event loop: verifying a long message takes a while, and a loop blocked past
+    # the reclaim time stops the heartbeats, so another replica takes the same draft.
+    result, verdict = await asyncio.to_thread(decide_with_verdict, request, evidence, run=run)
     published = await repo.finish(result, delivery.entry_id, deadline=request.deadline)
     metrics.observe_verdict(verdict)
     if published:

@@ -235,3 +235,24 @@ async def test_runs_as_a_process_with_metrics(redis_url: str, client) -> None:
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
+
+
+async def test_a_slow_verification_keeps_its_draft_from_being_taken_over(redis_url: str, client, monkeypatch) -> None:
+    """Verification runs off the event loop: the heartbeats go on, so the other replica
+    does not take the draft while a long message is being verified."""
+    calls = []
+    real = worker.decide_with_verdict
+
+    def slow(*args, **kwargs):
+        calls.append(1)
+        time.sleep(1.5)  # three reclaim times
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(worker, "decide_with_verdict", slow)
+    run = new_run()
+    async with running(redis_url, "w1", "w2", reclaim_idle_ms=500):
+        await submit(client, request(run_id=run, text=f"The claim was accepted [{M1}]."))
+        await wait_for(lambda: finished_for(client, run), timeout=20)
+        await asyncio.sleep(1.0)
+    assert len(calls) == 1
+    assert len(await finished_for(client, run)) == 1
