@@ -147,6 +147,9 @@ class GatewaySettings(ScopeKeySettings):
     max_waiting_runs: int = Field(default=96, ge=1)
     max_event_streams: int = Field(default=96, ge=1)
     max_direct_searches: int = Field(default=48, ge=1)
+    # The part of each of those a single tenant may hold (services/gateway/admission.py):
+    # one tenant's keys cannot take every slot from the others. 1.0 for one tenant only.
+    tenant_share: float = Field(default=0.5, gt=0, le=1)
 
     @model_validator(mode="after")
     def _capacity_fits_the_pool(self) -> GatewaySettings:

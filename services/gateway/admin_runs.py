@@ -83,7 +83,7 @@ def router(caller: Callable[..., Awaitable[ApiKeyRecord]], admin: Callable[..., 
         replica's waiting slots (503 when none is free)."""
         # It writes, publishes and waits for the verifier: as costly as a search.
         await request.app.state.limits.take_search(record.key_id)
-        ticket = request.app.state.admission.waiting_runs.take()
+        ticket = request.app.state.admission.waiting_runs.take(record.tenant_id)
         try:
             return _cancelled(run_id, await api.cancel(record, run_id))
         finally:

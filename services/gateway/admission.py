@@ -9,6 +9,11 @@ refused at once with ``503`` and ``Retry-After`` instead of queueing for a conne
 The per-key limits of :mod:`services.gateway.limits` (``429``) are shared by replicas
 through Redis; these are per process, in memory, and cost nothing to check.
 
+A tenant may hold at most its share of each kind (``PM_TENANT_SHARE``, half by default,
+at least one slot): past it, its request is ``429`` ``tenant_busy`` with ``Retry-After``,
+while other tenants still find slots. Requests with the admin token count against the
+tenant they act on.
+
 A client that goes away stops its wait: the work is cancelled (freeing its connection
 and its slot) instead of polling Redis until the run's deadline.
 """
@@ -17,6 +22,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import math
+from collections import Counter
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
@@ -24,7 +31,7 @@ from sse_starlette.sse import EventSourceResponse
 from starlette.types import Receive, Scope, Send
 
 from services.gateway import metrics
-from services.gateway.errors import Overloaded
+from services.gateway.errors import Overloaded, TenantBusy
 from shared.settings import GatewaySettings
 
 T = TypeVar("T")
@@ -36,15 +43,18 @@ class ClientGone(Exception):
 
 
 class Capacity:
-    """At most ``limit`` holders at once; one more is refused at once (no queue)."""
+    """At most ``limit`` holders at once, and at most ``per_tenant`` of one tenant; one
+    more is refused at once (no queue)."""
 
-    def __init__(self, kind: str, limit: int, setting: str) -> None:
+    def __init__(self, kind: str, limit: int, setting: str, share: float = 1.0) -> None:
         self.kind = kind
         self.limit = limit
         self.setting = setting
+        self.per_tenant = max(1, math.floor(limit * share))
         self.held = 0
+        self.held_by: Counter[str] = Counter()
 
-    def take(self) -> Ticket:
+    def take(self, tenant: str) -> Ticket:
         if self.held >= self.limit:
             metrics.OVERLOADED.labels(self.kind).inc()
             raise Overloaded(
@@ -52,20 +62,32 @@ class Capacity:
                 "retry shortly",
                 retry_after=RETRY_AFTER_SECONDS,
             )
+        if self.held_by[tenant] >= self.per_tenant:
+            metrics.TENANT_BUSY.labels(self.kind).inc()
+            raise TenantBusy(
+                f"this tenant holds its share of {self.per_tenant} {self.kind.replace('_', ' ')} on this gateway "
+                "(PM_TENANT_SHARE); retry shortly",
+                retry_after=RETRY_AFTER_SECONDS,
+            )
         self.held += 1
+        self.held_by[tenant] += 1
         metrics.ADMITTED.labels(self.kind).inc()
-        return Ticket(self)
+        return Ticket(self, tenant)
 
 
 class Ticket:
     """One held slot; :meth:`release` gives it back (once, however often it is called)."""
 
-    def __init__(self, capacity: Capacity) -> None:
+    def __init__(self, capacity: Capacity, tenant: str) -> None:
         self._capacity: Capacity | None = capacity
+        self._tenant = tenant
 
     def release(self) -> None:
         if self._capacity is not None:
             self._capacity.held -= 1
+            self._capacity.held_by[self._tenant] -= 1
+            if not self._capacity.held_by[self._tenant]:
+                del self._capacity.held_by[self._tenant]
             metrics.ADMITTED.labels(self._capacity.kind).dec()
             self._capacity = None
 
@@ -74,9 +96,12 @@ class Admission:
     """The replica's three capacities."""
 
     def __init__(self, settings: GatewaySettings) -> None:
-        self.waiting_runs = Capacity("waiting_runs", settings.max_waiting_runs, "PM_MAX_WAITING_RUNS")
-        self.event_streams = Capacity("event_streams", settings.max_event_streams, "PM_MAX_EVENT_STREAMS")
-        self.direct_searches = Capacity("direct_searches", settings.max_direct_searches, "PM_MAX_DIRECT_SEARCHES")
+        share = settings.tenant_share
+        self.waiting_runs = Capacity("waiting_runs", settings.max_waiting_runs, "PM_MAX_WAITING_RUNS", share)
+        self.event_streams = Capacity("event_streams", settings.max_event_streams, "PM_MAX_EVENT_STREAMS", share)
+        self.direct_searches = Capacity(
+            "direct_searches", settings.max_direct_searches, "PM_MAX_DIRECT_SEARCHES", share
+        )
 
 
 async def _disconnected(receive: Receive) -> None:

@@ -324,7 +324,7 @@ def _routes(app: FastAPI) -> None:
             idempotency_key = parse_idempotency_key(idempotency_key)  # refused before any slot is taken
             # This replica's capacity, then the key's slot: a refused request must not
             # start a run or spend the cap.
-            ticket = (capacity.event_streams if streamed else capacity.waiting_runs).take()
+            ticket = (capacity.event_streams if streamed else capacity.waiting_runs).take(record.tenant_id)
             try:
                 return await _agentic(request, body, record, run_svc, key_limits, ticket, streamed, idempotency_key)
             except BaseException:
@@ -334,7 +334,7 @@ def _routes(app: FastAPI) -> None:
                 if not streamed:
                     ticket.release()  # a stream's ticket goes back when the stream ends
         svc.require(record, "search")
-        ticket = capacity.direct_searches.take()
+        ticket = capacity.direct_searches.take(record.tenant_id)
         try:
             await key_limits.take_search(record.key_id)
             result = await unless_client_leaves(request.receive, svc.search(record, body), "direct_searches")
@@ -376,7 +376,7 @@ def _routes(app: FastAPI) -> None:
         sees the run (else 404)."""
         after = parse_last_event_id(last_event_id)  # refused before the 200 starts
         meta = await run_svc.meta(record, run_id)
-        ticket = capacity.event_streams.take()
+        ticket = capacity.event_streams.take(record.tenant_id)
         try:
             slot = await key_limits.open_stream(record.key_id)
         except BaseException:
@@ -425,11 +425,11 @@ def _routes(app: FastAPI) -> None:
 
     @app.post(
         "/v1/admin/ingest", response_model=IngestResult, tags=["admin"], dependencies=[Admin],
-        responses=problems(503, 504),
+        responses=problems(429, 503, 504),
     )
     async def ingest(request: Request, body: IngestBatch, svc: Service, capacity: Capacities) -> IngestResult:
         """Import RFC 822 messages (base64) into a tenant's mailbox. Idempotent by Message-ID."""
-        ticket = capacity.direct_searches.take()  # a direct call to the searcher, like a search
+        ticket = capacity.direct_searches.take(body.tenant_id)  # a direct call to the searcher, like a search
         try:
             return await unless_client_leaves(request.receive, svc.ingest(body), "direct_searches")
         finally:

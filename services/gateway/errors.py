@@ -58,6 +58,18 @@ class NotFound(GatewayError):
     title = "Not found"
 
 
+class TenantBusy(GatewayError):
+    """The caller's tenant holds its share of a capacity on this replica
+    (``PM_TENANT_SHARE``): other tenants still get slots."""
+
+    status = 429
+    code = "tenant_busy"
+    title = "The tenant holds its share of this gateway"
+
+    def __init__(self, detail: str, retry_after: int) -> None:
+        super().__init__(detail, retry_after=retry_after)
+
+
 class StoreFull(GatewayError):
     """Redis refused a write because it holds its ``maxmemory``: nothing was written
     (writes that belong together are one MULTI), and the request may be repeated once

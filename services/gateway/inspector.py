@@ -106,7 +106,7 @@ async def events(
     after = parse_last_event_id(last_event_id)
     meta = await _inspector(request).meta(who, _run_id(run_id))
     state = request.app.state
-    ticket = state.admission.event_streams.take()
+    ticket = state.admission.event_streams.take(meta.tenant_id)
     try:
         source = state.runs.events(meta, after)
         if who.record is not None:  # a key's streams count against its own limit

@@ -29,6 +29,9 @@ WATCHDOG_FAILURES = Counter("pm_watchdog_round_failures_total", "Watchdog rounds
 # kind: waiting_runs | event_streams | direct_searches
 ADMITTED = Gauge("pm_gateway_in_flight", "Requests holding a slot of this replica's capacity, by kind.", ["kind"])
 OVERLOADED = Counter("pm_gateway_overloaded_total", "Requests refused with 503 because a capacity was full, by kind.", ["kind"])
+TENANT_BUSY = Counter(
+    "pm_gateway_tenant_busy_total", "Requests refused with 429 because their tenant held its share, by kind.", ["kind"]
+)
 STORE_FULL = Counter("pm_gateway_store_full_total", "Requests refused with 503 because Redis was at its maxmemory.")
 CLIENT_GONE = Counter("pm_gateway_client_gone_total", "Waits stopped because the client disconnected, by kind.", ["kind"])
 RUN_SECONDS = Histogram("pm_run_seconds", "Agentic run time seen by the caller, by outcome.", ["outcome"], buckets=BUCKETS)

@@ -39,7 +39,8 @@ PROBLEM_REASONS: dict[int, str] = {
          "`Idempotency-Key` is still starting its run (`idempotency_key_in_use`, `Retry-After`).",
     413: "The request body is over its limit, refused unread (`body_too_large`).",
     422: "The body, a parameter or a filter does not validate (`invalid_request`); `errors` lists each field.",
-    429: "The tenant's daily cap, the key's search rate or its stream slots are spent (`Retry-After`).",
+    429: "The tenant's daily cap, the key's search rate or its stream slots are spent, or the tenant holds its "
+         "share of this replica (`tenant_busy`); `Retry-After` says when to try again.",
     503: "This replica is at capacity, or its store is unreachable (`overloaded`) or full (`store_full`); "
          "`Retry-After` says when to try again.",
     504: "The searcher, or the run, did not answer in time (`upstream_timeout`).",

@@ -33,6 +33,7 @@ CAPACITY = {
     "PM_MAX_DIRECT_SEARCHES": "8",
     "PM_MAX_WAITING_RUNS": "8",
     "PM_MAX_EVENT_STREAMS": "8",
+    "PM_TENANT_SHARE": "1.0",  # one tenant fills the replica here (its share: tests/security)
 }
 
 

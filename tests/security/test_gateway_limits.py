@@ -284,6 +284,18 @@ def test_an_overlong_filter_item_is_422_naming_it(gateway, filters, field):
 
 
 
+def test_a_tenant_past_its_share_of_streams_is_429_while_another_tenant_gets_one(acl_redis):
+    with Gateway(acl_redis, max_event_streams=4, tenant_share=0.5) as gw, contextlib.ExitStack() as held:
+        for _ in range(2):  # the tenant's share: two of the replica's four
+            assert held.enter_context(gw.agentic_stream(gw.new_key("acme"))).status_code == 200
+        with gw.agentic_stream(gw.new_key("acme")) as refused:
+            refused.read()
+            _is_problem(refused, 429, "tenant_busy")
+            assert int(refused.headers["retry-after"]) >= 1
+        with gw.agentic_stream(gw.new_key("globex")) as other:
+            assert other.status_code == 200
+
+
 # ------------------------------------------------------------------ operator surfaces
 
 

@@ -51,7 +51,7 @@ class Gateway:
 
 async def search(gw: Gateway, record: ApiKeyRecord, args: SearchInput) -> SearchOutput:
     gw.service.require(record, "search")
-    ticket = gw.admission.direct_searches.take()
+    ticket = gw.admission.direct_searches.take(record.tenant_id)
     try:
         await gw.limits.take_search(record.key_id)
         req = SearchRequest(query=args.query, mode=args.mode, filters=args.filters or Narrowing(), limit=args.limit)
@@ -64,7 +64,7 @@ async def search(gw: Gateway, record: ApiKeyRecord, args: SearchInput) -> Search
 async def ask(gw: Gateway, record: ApiKeyRecord, args: AskInput, progress: Progress) -> RunView:
     """Start a run (permission, cap, signed scope: :meth:`RunService.start`), report its
     steps and evidence as they come, and return its stored result."""
-    ticket = gw.admission.event_streams.take()
+    ticket = gw.admission.event_streams.take(record.tenant_id)
     try:
         slot = await gw.limits.open_stream(record.key_id)
         try:
@@ -101,7 +101,7 @@ async def get_run(gw: Gateway, record: ApiKeyRecord, args: GetRunInput) -> RunSt
 async def read_message(gw: Gateway, record: ApiKeyRecord, args: ReadMessageInput) -> ReadMessageOutput:
     """One message, read by the searcher inside the key's signed scope (``pm:lookups``)."""
     gw.service.require(record, "search")
-    ticket = gw.admission.direct_searches.take()
+    ticket = gw.admission.direct_searches.take(record.tenant_id)
     try:
         await gw.limits.take_search(record.key_id)
         reply = await gw.service.lookup(record, "read_message", {"message_id": args.message_id})

@@ -55,7 +55,7 @@ def test_every_error_response_is_problem_json_with_the_problem_details_schema(do
         ("GET /v1/runs/{run_id}", {"401", "404", "503"}),
         ("GET /v1/runs/{run_id}/events", {"400", "401", "404", "429", "503"}),
         ("DELETE /v1/admin/keys/{key_id}", {"401", "404", "503"}),
-        ("POST /v1/admin/ingest", {"401", "413", "422", "503", "504"}),
+        ("POST /v1/admin/ingest", {"401", "413", "422", "429", "503", "504"}),
     ],
 )
 def test_the_problems_a_route_can_answer_are_documented(doc, operation, statuses):
