@@ -94,7 +94,7 @@ def scripted(latency: float, levels: list[int], work: Path) -> dict[str, Any]:
             work / "scripted",
             extra_env={"PM_MODEL_BASE_URL": model.base_url, "PM_MODEL_OUTPUT": "json_schema", "PM_AGENT_MODEL": "scripted",
                        # Throughput with one key, so without the per-key limits.
-                       "PM_SEARCH_RATE_PER_MINUTE": "0", "PM_MAX_STREAMS_PER_KEY": "1000"},
+                       "PM_SEARCH_RATE_PER_MINUTE": "0", "PM_MAX_STREAMS_PER_KEY": "1000", "PM_TENANT_SHARE": "1.0"},
         )
         try:
             stack.start()

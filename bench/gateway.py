@@ -50,7 +50,8 @@ def _timed(fn, items) -> list[float]:
 def measure(n_messages: int, queries: int, workdir: Path) -> dict[str, Any]:
     embedder = _embedder()
     # Latency with one key, so without its per-minute search limit.
-    stack = Stack(workdir / f"stack-{n_messages}", services=("searcher",), extra_env={"PM_SEARCH_RATE_PER_MINUTE": "0"})
+    stack = Stack(workdir / f"stack-{n_messages}", services=("searcher",), extra_env={"PM_SEARCH_RATE_PER_MINUTE": "0",
+                                                                                             "PM_TENANT_SHARE": "1.0"})
     index = EdgeIndex(stack.var_dir / "data" / "qdrant-edge", embedder.dim)
     chunks, _ = synth_mailbox(n_messages)
     for i in range(0, len(chunks), 1000):

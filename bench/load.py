@@ -307,6 +307,7 @@ def main() -> None:
     env = {
         "PM_SEARCH_RATE_PER_MINUTE": "0",
         "PM_MAX_STREAMS_PER_KEY": "100000",
+        "PM_TENANT_SHARE": "1.0",  # one tenant drives the load: the replica's capacity, not its share
         "PM_MODEL_MAX_CONCURRENCY": str(args.model_concurrency),
         "PM_MODEL_TIMEOUT_SECONDS": "60",
     }

@@ -255,6 +255,7 @@ def main() -> None:
         env = {
             "PM_SEARCH_RATE_PER_MINUTE": "0",  # one key drives every run: not its limits
             "PM_MAX_STREAMS_PER_KEY": "10000",
+            "PM_TENANT_SHARE": "1.0",
             "PM_MODEL_TIMEOUT_SECONDS": "10",
         }
         tenant = {"search.agentic_daily_cap": 1_000_000, "search.agentic_max_seconds": args.budget, "search.agentic_max_steps": 6}
