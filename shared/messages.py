@@ -95,6 +95,9 @@ class EvidenceMessage(Contract):
     body: str
     attachments: list[EvidenceAttachment] = Field(default_factory=list)
     snippet: str = ""
+    # The stored message is longer than a run's evidence holds (PM_EVIDENCE_MAX_CHARS):
+    # what is here is its beginning, so offsets into it are offsets into the message.
+    truncated: bool = False
 
 
 class EvidenceSummary(Contract):

@@ -110,6 +110,8 @@ class SearcherSettings(ScopeKeySettings):
     ingest_parse_timeout_seconds: float = Field(default=30.0, gt=0)
     ingest_parse_memory_mb: int = Field(default=1024, ge=128)
     ingest_max_date_skew_seconds: float = Field(default=86_400.0, ge=0)
+    # Characters of one message a run reads (services/searcher/repository.py bounded).
+    evidence_max_chars: int = Field(default=32_000, ge=1000)
 
     @field_validator("embedding_backend")
     @classmethod

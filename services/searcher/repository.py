@@ -22,6 +22,10 @@ from shared.messages import Contact, EvidenceAttachment, EvidenceMessage, Hit
 from shared.scope import Scope
 
 SNIPPET_CHARS = 240
+# Characters of one message (body, then attachments) a run's evidence, an observation or
+# a tool's reply holds (PM_EVIDENCE_MAX_CHARS): what a run reads of a 2 MB message, and
+# what verifying a sentence against it costs, stay bounded (docs/design.md, "Memory").
+EVIDENCE_MAX_CHARS = 32_000
 # Words not worth highlighting in a snippet (they carry no match signal either: the
 # keyword index drops them too).
 _STOPWORDS = frozenset(
@@ -188,13 +192,31 @@ def assemble(payloads: Sequence[ChunkPayload], flt: IndexFilter) -> list[Evidenc
     return out
 
 
+def bounded(message: EvidenceMessage, max_chars: int) -> EvidenceMessage:
+    """``message`` with at most ``max_chars`` characters of text, body first, then its
+    attachments in order (an attachment past the budget keeps its name, no text); the
+    beginning of each part, so offsets into it stay offsets into the stored message."""
+    size = len(message.body) + sum(len(a.text) for a in message.attachments)
+    if size <= max_chars:
+        return message
+    body = message.body[:max_chars]
+    left = max_chars - len(body)
+    attachments = []
+    for a in message.attachments:
+        attachments.append(a.model_copy(update={"text": a.text[:left]}))
+        left -= len(attachments[-1].text)
+    return message.model_copy(update={"body": body, "attachments": attachments, "truncated": True})
+
+
 class ScopedMailRepository:
     """Scoped reads of the mail index. Construct once per process; pass the scope on
-    every call."""
+    every call. Every message read is :func:`bounded` to ``evidence_max_chars``: it may
+    be copied into a run's evidence, an observation and a tool's reply, all in Redis."""
 
-    def __init__(self, index: MailIndex, embedder: Embedder) -> None:
+    def __init__(self, index: MailIndex, embedder: Embedder, *, evidence_max_chars: int = EVIDENCE_MAX_CHARS) -> None:
         self._index = index
         self._embedder = embedder
+        self._max_chars = evidence_max_chars
 
     def search(
         self, scope: Scope, query: str, mode: IndexMode, narrowing: Narrowing | None = None, limit: int = 10
@@ -224,7 +246,7 @@ class ScopedMailRepository:
         if not message_ids:
             return []
         flt = scope_filter(scope, message_ids=tuple(message_ids))
-        return assemble(self._index.scroll(flt, limit=2000), flt)
+        return [bounded(m, self._max_chars) for m in assemble(self._index.scroll(flt, limit=2000), flt)]
 
     def message(self, scope: Scope, message_id: str) -> EvidenceMessage:
         found = self.messages(scope, [message_id])
@@ -238,7 +260,7 @@ class ScopedMailRepository:
         """A thread's messages oldest first: its first ``limit``, or with ``latest`` its
         last ``limit``."""
         flt = scope_filter(scope, thread_ids=(thread_id,))
-        found = assemble(self._index.scroll(flt, limit=2000), flt)
+        found = [bounded(m, self._max_chars) for m in assemble(self._index.scroll(flt, limit=2000), flt)]
         if not found:
             raise NotFound(f"thread {thread_id} is not in scope")
         return found[-limit:] if latest else found[:limit]

@@ -77,7 +77,7 @@ class Searcher:
         self.index = open_index(settings, embedder.dim, embedder_id(settings))
         queries = QueryEmbeddingCache(BatchingEmbedder(embedder), settings.query_embedding_cache_size)
         metrics.QUERY_EMBEDDING_CACHE.watch(queries.counts)
-        self.runner = ToolRunner(ScopedMailRepository(self.index, queries))
+        self.runner = ToolRunner(ScopedMailRepository(self.index, queries, evidence_max_chars=settings.evidence_max_chars))
         self.ingester = Ingester(self.index, embedder, settings.chunk_chars, limits=_ingest_limits(settings))
         embedder.embed(["warm up"])  # load the model before the first request, not during it
         log.info("searcher ready")
