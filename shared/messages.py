@@ -95,6 +95,8 @@ class EvidenceMessage(Contract):
     body: str
     attachments: list[EvidenceAttachment] = Field(default_factory=list)
     snippet: str = ""
+    # Whether a trusted MTA authenticated the sender (DKIM/DMARC by Authentication-Results).
+    sender_auth: Literal["pass", "fail", "none"] = "none"
     # The stored message is longer than a run's evidence holds (PM_EVIDENCE_MAX_CHARS):
     # what is here is its beginning, so offsets into it are offsets into the message.
     truncated: bool = False
@@ -109,12 +111,17 @@ class EvidenceSummary(Contract):
     date: datetime | None
     subject: str
     snippet: str
+    sender_auth: Literal["pass", "fail", "none"] = Field(
+        default="none",
+        description="Whether a trusted mail server authenticated the sender (DKIM/DMARC): pass, fail, or none "
+                    "(no trusted result). An unauthenticated From can be forged.",
+    )
 
     @classmethod
     def of(cls, message: EvidenceMessage, snippet: str) -> EvidenceSummary:
         return cls(
             message_id=message.message_id, thread_id=message.thread_id, sender=message.sender,
-            date=message.date, subject=message.subject, snippet=snippet,
+            date=message.date, subject=message.subject, snippet=snippet, sender_auth=message.sender_auth,
         )
 
 

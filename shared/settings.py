@@ -112,6 +112,14 @@ class SearcherSettings(ScopeKeySettings):
     ingest_max_date_skew_seconds: float = Field(default=86_400.0, ge=0)
     # Characters of one message a run reads (services/searcher/repository.py bounded).
     evidence_max_chars: int = Field(default=32_000, ge=1000)
+    # The authserv-ids whose Authentication-Results headers are believed, comma-separated
+    # (services/searcher/ingest/authentication.py): the receiving MTA's name. None: every
+    # sender is "none", neither authenticated nor failed.
+    trusted_authserv_ids: str = ""
+
+    @property
+    def trusted_authserv(self) -> tuple[str, ...]:
+        return tuple(t.strip() for t in self.trusted_authserv_ids.split(",") if t.strip())
 
     @field_validator("embedding_backend")
     @classmethod

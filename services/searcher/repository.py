@@ -180,6 +180,7 @@ def assemble(payloads: Sequence[ChunkPayload], flt: IndexFilter) -> list[Evidenc
                 thread_id=head.thread_id,
                 mailbox=head.delivery_in(flt.mailboxes, flt.folders)[0],
                 sender=head.sender,
+                sender_auth=head.sender_auth,
                 recipients=head.recipient_names or head.recipients,
                 date=head.date,
                 subject=head.subject,

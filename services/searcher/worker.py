@@ -78,7 +78,8 @@ class Searcher:
         queries = QueryEmbeddingCache(BatchingEmbedder(embedder), settings.query_embedding_cache_size)
         metrics.QUERY_EMBEDDING_CACHE.watch(queries.counts)
         self.runner = ToolRunner(ScopedMailRepository(self.index, queries, evidence_max_chars=settings.evidence_max_chars))
-        self.ingester = Ingester(self.index, embedder, settings.chunk_chars, limits=_ingest_limits(settings))
+        self.ingester = Ingester(self.index, embedder, settings.chunk_chars, limits=_ingest_limits(settings),
+                                 trusted_authserv=settings.trusted_authserv)
         embedder.embed(["warm up"])  # load the model before the first request, not during it
         log.info("searcher ready")
 

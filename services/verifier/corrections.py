@@ -9,7 +9,9 @@ that stands only on the corrected message, and says something its correction doe
 (the old link, the old venue), is superseded.
 
 Read from the mail's own words and headers, so an attacker can only make a message of
-their own look corrected, which removes sentences and adds none.
+their own look corrected, which removes sentences and adds none; and where the receiving
+MTA authenticated senders (``sender_auth``, services/searcher/ingest/authentication.py),
+a correction's sender must be no less authenticated than the corrected message's.
 """
 
 from __future__ import annotations
@@ -60,6 +62,8 @@ def _aware(moment: datetime) -> datetime:
 def _corrects(later: EvidenceMessage, first: EvidenceMessage) -> bool:
     if _address(later.sender) != _address(first.sender) or not _address(first.sender):
         return False
+    if not _as_authenticated(later, first):
+        return False
     words, later_words = _subject_words(first.subject), _subject_words(later.subject)
     if not words or not words <= later_words:
         return False
@@ -71,6 +75,13 @@ def _corrects(later: EvidenceMessage, first: EvidenceMessage) -> bool:
     return bool(_TEXT_CORRECTS.search(text)) or any(
         _ERROR.search(s.group()) and _EARLIER.search(s.group()) for s in _SENTENCE.finditer(text)
     )
+
+
+def _as_authenticated(later: EvidenceMessage, first: EvidenceMessage) -> bool:
+    """Whether ``later``'s sender is no less authenticated than ``first``'s: a From
+    address is easy to forge, so a message whose sender failed authentication corrects
+    nothing, and one the trusted MTA did not authenticate does not correct one it did."""
+    return later.sender_auth != "fail" and (first.sender_auth != "pass" or later.sender_auth == "pass")
 
 
 def _address(sender: str) -> str:

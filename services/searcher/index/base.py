@@ -61,6 +61,9 @@ class ChunkPayload(BaseModel):
     normalized_subject: str
     sender: str  # "Name <addr>" as displayed
     sender_email: str  # lower-cased address, for filtering
+    # Whether a trusted MTA authenticated the sender (ingest/authentication.py); an
+    # index written before this was recorded holds "none".
+    sender_auth: Literal["pass", "fail", "none"] = "none"
     recipients: list[str] = Field(default_factory=list)  # lower-cased addresses
     recipient_names: list[str] = Field(default_factory=list)  # "Name <addr>"
     date: datetime | None = None

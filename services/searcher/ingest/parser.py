@@ -28,6 +28,9 @@ from services.searcher.ingest.schemas import Address, ParsedAttachment, ParsedMe
 from services.searcher.ingest.textutil import clean_text, decode_bytes, html_text, pdf_text
 
 QUARANTINE_FOLDERS = {"quarantine", "junk", "spam"}
+# Enough for every hop that checks (the topmost are the trusted ones); a forger can add
+# any number below them.
+MAX_AUTH_HEADERS = 10
 
 # A header line: a field name of printable ASCII without ':' or space, then a colon.
 _FIELD = re.compile(rb"^[!-9;-~]+:")
@@ -79,6 +82,7 @@ def parse_message(raw: bytes, *, folder: str = "INBOX", limits: IngestLimits | N
         quarantined=is_quarantined(msg, folder),
         folder=folder or "INBOX",
         notes=notes,
+        authentication_results=[str(v) for v in msg.get_all("authentication-results") or []][:MAX_AUTH_HEADERS],
     )
 
 

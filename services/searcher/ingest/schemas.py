@@ -57,6 +57,9 @@ class ParsedMessage(BaseModel):
     quarantined: bool = False
     folder: str = "INBOX"
     notes: list[str] = Field(default_factory=list)  # what an ingest limit cut, one line each
+    # The Authentication-Results headers as received, topmost first; which are believed
+    # is decided at ingest (authentication.py), never here.
+    authentication_results: list[str] = Field(default_factory=list)
 
     @property
     def has_reply_prefix(self) -> bool:

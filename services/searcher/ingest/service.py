@@ -23,6 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from services.searcher.embedding import Embedder
 from services.searcher.errors import IngestError
 from services.searcher.index.base import Chunk, ChunkPayload, IndexFilter, MailIndex, delivery_key
+from services.searcher.ingest.authentication import sender_auth
 from services.searcher.ingest.chunking import split_text
 from services.searcher.ingest.identity import content_digest, same_content
 from services.searcher.ingest.limits import IngestLimits
@@ -101,8 +102,10 @@ class Ingester:
         message_batch: int = 64,
         tenant_mailboxes: Callable[[str], Iterable[str]] | None = None,
         limits: IngestLimits | None = None,
+        trusted_authserv: Iterable[str] = (),
     ) -> None:
         self.index = index
+        self.trusted_authserv = tuple(trusted_authserv)
         self.embedder = embedder
         self.chunk_chars = chunk_chars
         self.embed_batch = embed_batch
@@ -276,6 +279,7 @@ class Ingester:
             quarantined_deliveries=new.quarantined_deliveries,
             thread_id=new.thread_id, subject=msg.subject, normalized_subject=msg.normalized_subject,
             sender=msg.sender.display, sender_email=msg.sender.email,
+            sender_auth=sender_auth(msg.authentication_results, msg.sender.email, self.trusted_authserv),
             recipients=list(dict.fromkeys(a.email for a in people if a.email)),
             recipient_names=list(dict.fromkeys(a.display for a in people if a.display)),
             date=msg.date, date_ts=msg.date.timestamp() if msg.date else None,

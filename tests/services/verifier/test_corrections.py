@@ -61,6 +61,24 @@ def test_another_sender_or_a_month_later_corrects_nothing() -> None:
     assert corrected_by(_evidence(FIRST, late)) == {}
 
 
+def test_a_forged_correction_from_an_unauthenticated_sender_supersedes_nothing() -> None:
+    # The same From address, forged: the MTA authenticated the first mail, not this one,
+    # or found that this one failed.
+    authentic = FIRST.model_copy(update={"sender_auth": "pass"})
+    unchecked = RESENT.model_copy(update={"sender_auth": "none"})
+    failed = RESENT.model_copy(update={"sender_auth": "fail"})
+    assert corrected_by(_evidence(authentic, unchecked)) == {}
+    assert corrected_by(_evidence(FIRST, failed)) == {}
+    question = "Can you give me the link to Logistics Weekly #12?"
+    kept = _verify(question, "The link is https://logisticsweekly.example/issues/12", FIRST.message_id, authentic, unchecked)
+    assert [s.text for s in kept.kept] == ["The link is https://logisticsweekly.example/issues/12"]
+
+
+def test_an_authenticated_sender_corrects_as_before() -> None:
+    both = [m.model_copy(update={"sender_auth": "pass"}) for m in (FIRST, RESENT)]
+    assert corrected_by(_evidence(*both)) == {FIRST.message_id: RESENT.message_id}
+
+
 def test_the_old_link_from_the_corrected_message_is_superseded() -> None:
     question = "Can you give me the working link to Logistics Weekly #12?"
     old = _verify(question, "The link is https://logisticsweekly.example/issues/12", FIRST.message_id, FIRST, RESENT)

@@ -201,3 +201,14 @@ def test_identical_texts_are_embedded_once_and_quotes_are_not_embedded(index, em
     assert "Re: Estimate\n\nLooks fine." in seen  # the quote is stored, not embedded
     (stored,) = payloads(index, rfc_message_ids=("e3@x",))
     assert "> Estimate attached." in stored.text
+
+
+def test_the_senders_authentication_by_the_trusted_mta_is_stored_with_the_message(index, embedder):
+    mta = "mx.acme.example"
+    signed = mail(msgid="auth-1@northwind.example", sender="Sabine <sabine@northwind.example>",
+                  headers={"Authentication-Results": f"{mta}; dkim=pass header.d=northwind.example"})
+    forged = mail(msgid="auth-2@northwind.example", sender="Sabine <sabine@northwind.example>",
+                  headers={"Authentication-Results": f"{mta}; dmarc=fail header.from=northwind.example"})
+    Ingester(index, embedder, trusted_authserv=[mta]).ingest("acme", "alice", items(signed, forged))
+    by_id = {p.rfc_message_id: p.sender_auth for p in payloads(index)}
+    assert (by_id["auth-1@northwind.example"], by_id["auth-2@northwind.example"]) == ("pass", "fail")
