@@ -64,6 +64,11 @@ class _RunState:
 
     threads: dict[str, str] = field(default_factory=dict)  # rfc id → thread id
     subjects: dict[str, str] = field(default_factory=dict)  # normalized subject → thread id
+    domains: dict[str, set[str]] = field(default_factory=dict)  # thread id → its participants' domains
+
+
+def _domains(addresses: Iterable[str]) -> set[str]:
+    return {a.rpartition("@")[2].casefold() for a in addresses if a and "@" in a}
 
 
 @dataclass
@@ -177,6 +182,8 @@ class Ingester:
             thread_id = self._thread(tenant_id, scope, msg, state)
             if not msg.quarantined:  # the index cannot see quarantined mail; neither may we
                 state.threads[msg.rfc_message_id] = thread_id
+                state.domains.setdefault(thread_id, set()).update(_domains(
+                    [msg.sender.email, *(a.email for a in (*msg.to, *msg.cc))]))
                 if msg.normalized_subject:
                     state.subjects.setdefault(msg.normalized_subject, thread_id)
             fresh[mid] = new = _New(item, thread_id)
@@ -257,13 +264,22 @@ class Ingester:
             root = msg.references[0] if msg.references else msg.in_reply_to
             return thread_key(tenant_id, root or msg.rfc_message_id)
         if msg.has_reply_prefix and msg.normalized_subject:
-            if msg.normalized_subject in state.subjects:
-                return state.subjects[msg.normalized_subject]
+            # A subject alone never joins across organisations: the sender's domain must
+            # be one of the thread's participants' (a sender or a recipient), so a
+            # stranger's "Re: <subject>" starts a thread of its own.
+            own = _domains([msg.sender.email])
+            candidate = state.subjects.get(msg.normalized_subject)
+            if candidate is not None and own & state.domains.get(candidate, set()):
+                return candidate
             hits = self.index.scroll(
                 IndexFilter(tenant_id=tenant_id, mailboxes=scope, normalized_subject=msg.normalized_subject,
                             kind="body"),
                 limit=50,
             )
+            joined: dict[str, set[str]] = {}
+            for p in hits:
+                joined.setdefault(p.thread_id, set()).update(_domains([p.sender_email, *p.recipients]))
+            hits = [p for p in hits if own & joined[p.thread_id]]
             if hits:  # the most recent conversation under that subject
                 return max(hits, key=lambda p: p.date_ts or 0.0).thread_id
         return thread_key(tenant_id, msg.rfc_message_id)

@@ -185,6 +185,22 @@ def test_threads_by_subject_fallback(index, embedder):
     assert thread_of(index, "g1@x", "globex", ("carol",)) == thread_key("globex", "g1@x")
 
 
+def test_a_re_subject_from_another_organisation_joins_no_thread(index, embedder):
+    ing = Ingester(index, embedder)
+    ing.ingest("acme", "alice", items(mail(msgid="o1@x", subject="Invoice INV-2024-0201", date=T0,
+                                           sender="Bob <bob@acme.example>", to="vendor@fabrikam.example")))
+    ing.ingest("acme", "alice", items(
+        # A stranger's forged reply, with no References: a thread of its own.
+        mail(msgid="o2@x", subject="Re: Invoice INV-2024-0201", date=T0 + timedelta(hours=1),
+             sender="Billing <billing@fabrikam-payments.example>", to="bob@acme.example"),
+        # The vendor the invoice went to replies without References: it joins.
+        mail(msgid="o3@x", subject="Re: Invoice INV-2024-0201", date=T0 + timedelta(hours=2),
+             sender="Vendor <vendor@fabrikam.example>", to="bob@acme.example"),
+    ))
+    assert thread_of(index, "o2@x") == thread_key("acme", "o2@x")
+    assert thread_of(index, "o3@x") == thread_of(index, "o1@x")
+
+
 def test_identical_texts_are_embedded_once_and_quotes_are_not_embedded(index, embedder):
     pdf = make_pdf(["Repair estimate 24-1187", "Total EUR 2,340.50"])
     first = mail(msgid="e1@x", subject="Estimate", body="Estimate attached.")
