@@ -248,7 +248,8 @@ class Ingester:
 
     def _thread(self, tenant_id: str, scope: tuple[str, ...], msg: ParsedMessage, state: _RunState) -> str:
         """Thread of a referenced message we already know, else the References root,
-        else (for a Re:/Fwd: subject) a same-subject thread, else a thread of its own."""
+        else (for a Re:/Fwd: subject) a same-subject thread the sender's domain takes
+        part in, else a thread of its own."""
         refs = [r for r in dict.fromkeys([msg.in_reply_to, *reversed(msg.references)]) if r and r != msg.rfc_message_id]
         if refs:
             for ref in refs:  # nearest ancestor first
