@@ -4,6 +4,7 @@ serialisation, one TTL policy and one trimming policy. See :mod:`.store`."""
 
 from shared.runstore.policy import (
     DEFAULT_RETENTION_DAYS,
+    EVIDENCE_KEEP_SECONDS,
     PROGRESS_MAXLEN,
     WORK_MARGIN_SECONDS,
     WORK_MIN_SECONDS,
@@ -14,6 +15,7 @@ from shared.runstore.reader import RunReader
 from shared.runstore.store import INDEX_ALL, LOCK_MS, RunStore, index_key, owner_key
 
 __all__ = [
-    "DEFAULT_RETENTION_DAYS", "INDEX_ALL", "LOCK_MS", "PROGRESS_MAXLEN", "WORK_MARGIN_SECONDS", "WORK_MIN_SECONDS",
+    "DEFAULT_RETENTION_DAYS", "EVIDENCE_KEEP_SECONDS", "INDEX_ALL", "LOCK_MS", "PROGRESS_MAXLEN",
+    "WORK_MARGIN_SECONDS", "WORK_MIN_SECONDS",
     "RunReader", "RunStore", "index_key", "owner_key", "retention_seconds", "work_ttl",
 ]

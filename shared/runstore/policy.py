@@ -10,6 +10,10 @@ every writer (the key names are :mod:`shared.streams`').
   ``progress`` stream. The margin covers the watchdog's grace and the retries of a late
   ending; after it the result holds what readers need (a finished run's SSE replays from
   it), so memory holds bodies for minutes, not for the retention.
+* **Evidence until verified**: a run's evidence lives until its deadline plus
+  :data:`EVIDENCE_KEEP_SECONDS` (six hours), so a draft written before the deadline is
+  verified against it however late the verifier reads it (a verifier down for hours);
+  once the run's result is stored the verifier shortens it to the working margin.
 * **Leases** (``lock``, ``watchdog``, the verifier's owner claim while it finishes) carry
   their own short PX, chosen by their holder.
 """
@@ -23,6 +27,7 @@ DAY_SECONDS = 86_400
 DEFAULT_RETENTION_DAYS = 30.0
 WORK_MARGIN_SECONDS = 600
 WORK_MIN_SECONDS = 60  # a key written after its run's margin (a late retry) still lives this long
+EVIDENCE_KEEP_SECONDS = 6 * 3600
 # A run's progress stream: step and evidence events plus the ending; a cap far above a
 # real run's few dozen entries, so only a runaway writer is trimmed.
 PROGRESS_MAXLEN = 10_000
@@ -30,6 +35,14 @@ PROGRESS_MAXLEN = 10_000
 
 def retention_seconds(days: float = DEFAULT_RETENTION_DAYS) -> int:
     return max(1, math.ceil(days * DAY_SECONDS))
+
+
+def evidence_ttl(deadline: float | None, now: float | None = None) -> int:
+    """Seconds a run's evidence lives when written now, until its result is stored:
+    until ``deadline`` plus :data:`EVIDENCE_KEEP_SECONDS`."""
+    now = time.time() if now is None else now
+    until = (now if deadline is None else deadline) + EVIDENCE_KEEP_SECONDS
+    return max(WORK_MIN_SECONDS, math.ceil(until - now))
 
 
 def work_ttl(deadline: float | None, now: float | None = None) -> int:

@@ -46,7 +46,13 @@ from shared.messages import (
     RunSnapshot,
 )
 from shared.runstore import codec
-from shared.runstore.policy import PROGRESS_MAXLEN, retention_seconds, work_ttl
+from shared.runstore.policy import (
+    PROGRESS_MAXLEN,
+    WORK_MARGIN_SECONDS,
+    evidence_ttl,
+    retention_seconds,
+    work_ttl,
+)
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -264,14 +270,13 @@ class RunStore:
                 pipe.hsetnx(key, message_id, msg.model_dump_json())
             stored = await pipe.execute()
         fresh = [msg for (_, msg), new in zip(items, stored) if new]
-        ttl = work_ttl(deadline)
         async with self.redis.pipeline(transaction=False) as pipe:
             for msg in fresh:
                 summary = EvidenceSummary.of(msg, msg.snippet)
                 event = ProgressEvent(event="evidence", payload={"step": step, "message": summary.model_dump(mode="json")})
                 pipe.xadd(progress, encode(event), maxlen=PROGRESS_MAXLEN, approximate=True)
-            pipe.expire(key, ttl)
-            pipe.expire(progress, ttl)
+            pipe.expire(key, evidence_ttl(deadline))
+            pipe.expire(progress, work_ttl(deadline))
             await pipe.execute()
         return len(fresh)
 
@@ -309,6 +314,11 @@ class RunStore:
         return bool(
             await self.redis.set(streams.final_key(result.run_id), result.model_dump_json(), nx=True, ex=self.retention)
         )
+
+    async def release_evidence(self, run_id: str) -> None:
+        """The run has its result: its evidence need only outlive the working margin
+        (replays of recent drafts), not the hours kept for a late verification."""
+        await self.redis.expire(streams.evidence_key(run_id), WORK_MARGIN_SECONDS, lt=True)
 
     async def announce(self, result: RunResult, deadline: float | None) -> None:
         """The run's ``answer`` (if any) and ``done`` progress entries: wake-ups for the

@@ -24,6 +24,7 @@ from shared.messages import (
     Usage,
 )
 from shared.runstore import (
+    EVIDENCE_KEEP_SECONDS,
     INDEX_ALL,
     WORK_MARGIN_SECONDS,
     RunReader,
@@ -92,9 +93,20 @@ async def test_working_keys_live_until_the_deadline_plus_the_margin(redis) -> No
     async with store.held_state(run, RunMeta) as held:
         held.save(meta(run), RunSnapshot(), deadline)
     await store.add_progress(run, ProgressEvent(event="step", payload={"step": 1}), deadline)
-    keys = (streams.evidence_key(run), streams.progress_key(run), streams.state_key(run), streams.snapshot_key(run))
+    keys = (streams.progress_key(run), streams.state_key(run), streams.snapshot_key(run))
     for key in keys:
         assert 30 + WORK_MARGIN_SECONDS - 5 <= await redis.ttl(key) <= 31 + WORK_MARGIN_SECONDS, key
+
+
+async def test_evidence_lives_hours_until_the_result_then_the_working_margin(redis) -> None:
+    # A draft written before the deadline is verified against its evidence however late
+    # the verifier reads it; once the result is stored, the bodies need not stay.
+    store, run = RunStore(redis), run_id()
+    deadline = time.time() + 30
+    await store.add_evidence(run, 1, {"m1": message("m1")}, deadline)
+    assert 30 + EVIDENCE_KEEP_SECONDS - 5 <= await redis.ttl(streams.evidence_key(run)) <= 31 + EVIDENCE_KEEP_SECONDS
+    await store.release_evidence(run)
+    assert WORK_MARGIN_SECONDS - 5 <= await redis.ttl(streams.evidence_key(run)) <= WORK_MARGIN_SECONDS
 
 
 async def test_evidence_is_stored_once_and_announced_once(redis) -> None:

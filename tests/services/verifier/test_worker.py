@@ -123,6 +123,7 @@ async def test_worker_verifies_a_draft_and_acks_it(redis_url: str, client) -> No
     assert event.result.answer.text == "The claim was accepted."
     assert [r.reason for r in event.result.trace.removed_sentences] == ["no_citation"]
     assert await Repository(client).stored_result(run) == event.result
+    assert 0 < await client.ttl(evidence_key(run)) <= 600  # kept for replays, not for hours
 
 
 async def _zero(awaitable) -> bool:
