@@ -3,7 +3,7 @@
 import subprocess
 import sys
 
-BENCHES = ["bench.verifier", "bench.big_mail", "bench.search", "bench.ingest", "bench.gateway", "bench.agentic", "bench.prefix_cache",
+BENCHES = ["bench.verifier", "bench.big_mail", "bench.redis_memory", "bench.search", "bench.ingest", "bench.gateway", "bench.agentic", "bench.prefix_cache",
            "bench.soak", "bench.load", "bench.path"]
 
 if __name__ == "__main__":
