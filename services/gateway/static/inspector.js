@@ -291,7 +291,10 @@
     const card = el("article", null, "card");
     card.dataset.messageId = message.message_id;
     card.append(el("p", message.subject || "(no subject)", "subject"));
-    card.append(el("p", message.sender + " · " + when(message.date), "meta"));
+    // Whether the receiving mail server authenticated the sender (DKIM/DMARC): a From
+    // header alone can be forged.
+    const auth = {pass: " · sender authenticated", fail: " · sender failed authentication"}[message.sender_auth] || "";
+    card.append(el("p", message.sender + " · " + when(message.date) + auth, "meta"));
     card.append(snippetNode(message.snippet));
     $("evidence").append(card);
   }
