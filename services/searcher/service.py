@@ -123,20 +123,27 @@ def _search(repo: ScopedMailRepository, scope: Scope, args: SearchArgs) -> Handl
 def _thread_latest(repo: ScopedMailRepository, scope: Scope, hits: list[Hit], n: int) -> list[EvidenceMessage]:
     """The newest ``n`` messages of each of the best hits' threads, those that are hits
     already left out (the model has them). Read through the scoped thread read, so they
-    are scoped like the hits themselves."""
+    are scoped like the hits themselves. A message whose sender failed authentication
+    is never promoted as a thread's latest: a forged reply would speak last."""
     seen = {h.message_id for h in hits}
     threads = list(dict.fromkeys(h.thread_id for h in hits))[:LATEST_THREADS]
     out: list[EvidenceMessage] = []
     for thread_id in threads:
         try:
-            newest = repo.thread(scope, thread_id, n, latest=True)
+            thread = repo.thread(scope, thread_id, n + LATEST_SKIPPED, latest=True)
         except NotFound:  # gone since the search: nothing to add
             continue
+        newest = [m for m in thread if m.sender_auth != "fail"][-n:]
         for m in newest:
             if m.message_id not in seen:
                 seen.add(m.message_id)
                 out.append(m)
     return out
+
+
+# Messages of a thread read past the newest ``n``, so that those failing authentication
+# can be passed over.
+LATEST_SKIPPED = 3
 
 
 @handles("read_thread")

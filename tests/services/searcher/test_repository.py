@@ -1,11 +1,13 @@
-"""What a run may read of one message: bounded, from its beginning (repository.bounded)."""
+"""What a run may read of one message: bounded, from its beginning (repository.bounded),
+and which of a thread's messages is its latest."""
 
 from __future__ import annotations
 
 from datetime import UTC, datetime
 
 from services.searcher.repository import bounded
-from shared.messages import EvidenceAttachment, EvidenceMessage
+from services.searcher.service import _thread_latest
+from shared.messages import EvidenceAttachment, EvidenceMessage, Hit
 
 
 def _message(body: str, *attachments: str) -> EvidenceMessage:
@@ -32,3 +34,17 @@ def test_attachments_share_what_the_body_leaves_in_order() -> None:
     cut = bounded(_message("b" * 600, "x" * 300, "y" * 300), 1000)
     assert (len(cut.body), [len(a.text) for a in cut.attachments]) == (600, [300, 100])
     assert cut.truncated
+
+
+def test_a_forged_reply_is_never_promoted_as_its_threads_latest() -> None:
+    def msg(mid: str, day: int, auth: str = "none") -> EvidenceMessage:
+        return _message(mid).model_copy(update={"message_id": mid, "date": datetime(2024, 3, day, tzinfo=UTC),
+                                                "sender_auth": auth})
+
+    class Thread:
+        def thread(self, scope, thread_id, limit, *, latest=False):
+            return [msg("m-first", 1), msg("m-reply", 2, "pass"), msg("m-forged", 3, "fail")][-limit:]
+
+    hit = Hit(message_id="m-first", thread_id="t1", mailbox="alice", sender="x", date=None, subject="s",
+              snippet="", score=1.0)
+    assert [m.message_id for m in _thread_latest(Thread(), None, [hit], 1)] == ["m-reply"]
