@@ -16,6 +16,9 @@ from shared.passages import own_text, sender_name
 
 # A sentence ends at ".", "!" or "?" before a space (not inside "1,520.00"), or a line.
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
+# Longer, it is a page, not a sentence: copied whole from a stranger's unpunctuated text,
+# it would fill the answer, the result, the progress stream and the draft.
+MAX_STATEMENT_CHARS = 1000
 # A quote inside would break ours; a bracket would read as a citation marker ("[0,480]").
 _QUOTES = re.compile('["“”„\\[\\]]')
 
@@ -66,8 +69,9 @@ def _split(text: str) -> list[str]:
 
 def quotable(sentence: str) -> bool:
     """Whether ``sentence`` can be copied as a statement: a question states nothing,
-    and a quote or a bracket inside would break ours."""
-    return not sentence.endswith("?") and not _QUOTES.search(sentence)
+    a quote or a bracket inside would break ours, and a "sentence" of a page (mail
+    without full stops, a stranger's stuffed text) is no statement."""
+    return len(sentence) <= MAX_STATEMENT_CHARS and not sentence.endswith("?") and not _QUOTES.search(sentence)
 
 
 def statement(m: EvidenceMessage, sentence: str) -> DraftSentence:

@@ -7,7 +7,7 @@ one :class:`RunResult` of the run.
 A sentence (after this service's own split) is kept only when
 
 1. it has words (else ``empty_sentence``);
-2. its structured citations are well-formed (else ``malformed``);
+2. its structured citations are well-formed, and it is no page long (else ``malformed``);
 3. it cites at least one message (else ``no_citation``);
 4. every message it cites is in the run's evidence (else ``unknown_citation``);
 5. every quoted phrase occurs, after normalisation and as whole words, in at least one
@@ -121,6 +121,9 @@ UNSUPPORTED_THRESHOLD = 0.3
 # something: "No, your mailbox is not full" cited to a message that never mentions a
 # mailbox is a negation made up from absence, whatever its length.
 MIN_CONTENT_WORDS = 3
+# The longest answer sentence kept: far above any sentence a right answer has, far
+# below a page.
+MAX_SENTENCE_CHARS = 2000
 _NEGATION = re.compile(r"\b(?:no|not|never|none|nothing|cannot)\b|n't\b", re.I)
 _LEADING_NO = re.compile(r"\A\W*no\b[,.!:;]?", re.I)
 
@@ -200,6 +203,10 @@ def _check(
         return removed("empty_sentence")
     if malformed:
         return removed("malformed", malformed[0])
+    if len(clean) > MAX_SENTENCE_CHARS:
+        # No answer sentence is a page long; one that is would be copied, with its
+        # excerpt, into the result, its events and every client's reply.
+        return removed("malformed", f"{len(clean)} characters")
     cited = list(inherited)
     for message_id in inline:
         if message_id not in cited:

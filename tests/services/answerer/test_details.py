@@ -281,3 +281,12 @@ def test_a_sentence_with_brackets_is_not_copied() -> None:
     said = answer("It printed a negative inode number.", "m-stat")
     added = detail_statements("What inode number did the example print?", said, [bracketed])
     assert added == []
+
+
+def test_a_page_without_full_stops_is_not_copied_as_a_sentence() -> None:
+    stuffed = message(
+        "m-stuffed", "the insurer accepted the claim and will pay " * 200, subject="Claim",
+        sender="Desk <desk@claims-update.example>", date=datetime(2024, 4, 3, tzinfo=UTC),
+    )
+    said = answer("The insurer accepted the claim.", "m-stuffed")
+    assert detail_statements("Did the insurer accept the claim and when will it pay?", said, [stuffed]) == []

@@ -507,6 +507,10 @@ CASES: dict[str, Case] = {
         ]),
         removed=[("malformed", "completes=0"), ("malformed", "completes=7")],
     ),
+    "a sentence a page long is malformed": Case(
+        items(("The claim was accepted " + "and accepted " * 200 + ".", [M1])),
+        removed=[("malformed", ANY)],
+    ),
     "url and e-mail stay whole": Case(
         text(f"Anna (anna.schmidt@insurer.example) wrote from https://insurer.example/claims/42. [{M1}]"),
         kept=["Anna (anna.schmidt@insurer.example) wrote from https://insurer.example/claims/42."],
