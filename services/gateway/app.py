@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import secrets
 from contextlib import asynccontextmanager
 from typing import Annotated, AsyncIterator
 
@@ -24,7 +23,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from services.gateway import admin_runs, api_docs, health, metrics
 from services.gateway.admission import Admission, ClientGone, HeldEventSource, Ticket, unless_client_leaves
-from services.gateway.errors import InvalidRequest, NotFound, Overloaded, StoreFull
+from services.gateway.errors import InvalidRequest, NotFound, Overloaded, StoreFull, Unauthorized
 from services.gateway.health import WatchdogHealth
 from services.gateway.idempotency import parse_idempotency_key
 from services.gateway.inspector import install as install_inspector
@@ -255,17 +254,18 @@ Admin = Depends(admin)
 _LOOPBACK = frozenset({"127.0.0.1", "::1"})
 
 
-def _may_scrape(request: Request, settings: GatewaySettings) -> bool:
+def _may_scrape(request: Request, svc: GatewayService) -> bool:
     """Whether the public port may serve this request the metrics: they name every
     route's traffic and tenants' cap use, so they are for operators. With an operator
     port (``PM_METRICS_PORT``) it serves none; without one, a client on this host that
     came through no proxy (no ``Forwarded`` or ``X-Forwarded-For``), or the admin token."""
-    if settings.metrics_port:
+    if svc.settings.metrics_port:
         return False
-    if settings.admin_token is not None:
-        expected = f"Bearer {settings.admin_token.get_secret_value()}"
-        if secrets.compare_digest(request.headers.get("authorization", "").encode(), expected.encode()):
-            return True
+    try:
+        svc.require_admin(_bearer(request.headers.get("authorization"), None))
+        return True
+    except Unauthorized:
+        pass
     host = request.client.host if request.client else ""
     proxied = "forwarded" in request.headers or "x-forwarded-for" in request.headers
     return host in _LOOPBACK and not proxied
@@ -279,7 +279,7 @@ def _routes(app: FastAPI) -> None:
 
     @app.get("/metrics", include_in_schema=False)
     async def prometheus(request: Request) -> Response:
-        if not _may_scrape(request, request.app.state.service.settings):
+        if not _may_scrape(request, request.app.state.service):
             raise NotFound("no such resource")  # not advertised to the public
         return Response(generate_latest(), media_type=CONTENT_TYPE_LATEST)
 

@@ -25,6 +25,7 @@ from cli.stack import Stack
 from shared import streams
 from shared.bus import decode
 from shared.messages import SearchReplied, SearchRequested
+from tests.fixtures.stack import gateway_only, new_key
 
 CONCURRENT = 200
 SEARCHER_LATENCY = 0.4
@@ -39,33 +40,20 @@ CAPACITY = {
 
 @pytest.fixture(scope="module")
 def gateway(tmp_path_factory):
-    stack = Stack(
-        tmp_path_factory.mktemp("gateway-load"),
-        services=(),
-        extra_env={
-            **CAPACITY,
-            "PM_SEARCH_RATE_PER_MINUTE": "0",
-            "PM_MAX_STREAMS_PER_KEY": "500",
-            "PM_SEARCH_TIMEOUT_SECONDS": "10",
-            "PM_DEFAULT_MAX_SECONDS": "60",  # runs outlast the tests: only a client leaving ends a wait
-        },
-    )
-    try:
-        stack.start_redis()
-        stack.start_gateway()
+    env = {
+        **CAPACITY,
+        "PM_SEARCH_RATE_PER_MINUTE": "0",
+        "PM_MAX_STREAMS_PER_KEY": "500",
+        "PM_SEARCH_TIMEOUT_SECONDS": "10",
+        "PM_DEFAULT_MAX_SECONDS": "60",  # runs outlast the tests: only a client leaving ends a wait
+    }
+    with gateway_only(tmp_path_factory.mktemp("gateway-load"), env) as stack:
         yield stack
-    finally:
-        stack.stop()
 
 
 @pytest.fixture(scope="module")
 def api_key(gateway) -> str:
-    body = {"tenant_id": "acme", "principal": "loader", "mailboxes": ["alice"],
-            "permissions": ["search", "search:agentic"]}
-    resp = httpx.post(f"{gateway.gateway_url}/v1/admin/keys", json=body,
-                      headers={"Authorization": f"Bearer {gateway.secrets.admin_token}"})
-    assert resp.status_code == 201, resp.text
-    return resp.json()["key"]
+    return new_key(gateway, principal="loader", permissions=("search", "search:agentic"))
 
 
 @contextlib.asynccontextmanager

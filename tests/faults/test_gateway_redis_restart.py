@@ -24,27 +24,19 @@ from services.verifier.decide import decide
 from services.verifier.repository import Repository
 from shared import streams
 from shared.messages import RunMeta, VerificationRequested
+from tests.fixtures.stack import gateway_only, new_key
 
 
 @pytest.fixture(scope="module")
 def gateway(tmp_path_factory):
-    stack = Stack(tmp_path_factory.mktemp("redis-restart"), services=(),
-                  extra_env={"PM_DEFAULT_MAX_SECONDS": "30", "PM_MAX_STREAMS_PER_KEY": "8"})
-    try:
-        stack.start_redis()
-        stack.start_gateway()
+    env = {"PM_DEFAULT_MAX_SECONDS": "30", "PM_MAX_STREAMS_PER_KEY": "8"}
+    with gateway_only(tmp_path_factory.mktemp("redis-restart"), env) as stack:
         yield stack
-    finally:
-        stack.stop()
 
 
 @pytest.fixture(scope="module")
 def api_key(gateway) -> str:
-    body = {"tenant_id": "acme", "principal": "agent", "mailboxes": ["alice"], "permissions": ["search:agentic"]}
-    resp = httpx.post(f"{gateway.gateway_url}/v1/admin/keys", json=body,
-                      headers={"Authorization": f"Bearer {gateway.secrets.admin_token}"})
-    assert resp.status_code == 201, resp.text
-    return resp.json()["key"]
+    return new_key(gateway)
 
 
 def restart_redis(stack: Stack, down_seconds: float) -> None:

@@ -12,28 +12,20 @@ import pytest
 import redis
 
 from cli.stack import Stack
+from tests.fixtures.stack import gateway_only, new_key
 
 FILLER = "test:filler:"
 
 
 @pytest.fixture(scope="module")
 def gateway(tmp_path_factory):
-    stack = Stack(tmp_path_factory.mktemp("redis-full"), services=(), extra_env={"PM_DEFAULT_MAX_SECONDS": "30"})
-    try:
-        stack.start_redis()
-        stack.start_gateway()
+    with gateway_only(tmp_path_factory.mktemp("redis-full"), {"PM_DEFAULT_MAX_SECONDS": "30"}) as stack:
         yield stack
-    finally:
-        stack.stop()
 
 
 @pytest.fixture(scope="module")
 def api_key(gateway) -> str:
-    body = {"tenant_id": "acme", "principal": "agent", "mailboxes": ["alice"], "permissions": ["search:agentic"]}
-    resp = httpx.post(f"{gateway.gateway_url}/v1/admin/keys", json=body,
-                      headers={"Authorization": f"Bearer {gateway.secrets.admin_token}"})
-    assert resp.status_code == 201, resp.text
-    return resp.json()["key"]
+    return new_key(gateway)
 
 
 def fill(admin: redis.Redis) -> None:

@@ -19,36 +19,26 @@ import pytest
 from httpx_sse import aconnect_sse
 from redis import asyncio as aioredis
 
-from cli.stack import Stack
 from services.verifier.decide import decide
 from services.verifier.errors import StoreError
 from services.verifier.repository import Repository
 from shared import streams
 from shared.bus import decode
 from shared.messages import ProgressEvent, RunMeta, VerificationRequested
+from tests.fixtures.stack import gateway_only, new_key
 
 QUESTION = "did the insurer pay?"
 
 
 @pytest.fixture(scope="module")
 def gateway(tmp_path_factory):
-    stack = Stack(tmp_path_factory.mktemp("verifier-crash"), services=(),
-                  extra_env={"PM_DEFAULT_MAX_SECONDS": "30"})
-    try:
-        stack.start_redis()
-        stack.start_gateway()
+    with gateway_only(tmp_path_factory.mktemp("verifier-crash"), {"PM_DEFAULT_MAX_SECONDS": "30"}) as stack:
         yield stack
-    finally:
-        stack.stop()
 
 
 @pytest.fixture(scope="module")
 def api_key(gateway) -> str:
-    body = {"tenant_id": "acme", "principal": "agent", "mailboxes": ["alice"], "permissions": ["search:agentic"]}
-    resp = httpx.post(f"{gateway.gateway_url}/v1/admin/keys", json=body,
-                      headers={"Authorization": f"Bearer {gateway.secrets.admin_token}"})
-    assert resp.status_code == 201, resp.text
-    return resp.json()["key"]
+    return new_key(gateway)
 
 
 @pytest.fixture

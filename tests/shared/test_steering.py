@@ -68,24 +68,23 @@ def test_ordinary_mail_does_not_steer(text: str) -> None:
     assert not steers(text)
 
 
-def test_only_the_demos_injection_mails_steer() -> None:
+def _steering_mails(root: Path, pattern: str) -> set[str]:
+    """The mails under ``root`` whose body, subject or an attachment steers."""
     found = set()
-    for path in sorted(DEMO.rglob("*.eml")):
+    for path in sorted(root.glob(pattern)):
         parsed = parse_message(path.read_bytes())
         texts = [parsed.body_text or "", parsed.subject or "", *(a.text or "" for a in parsed.attachments)]
         if any(steers(t) for t in texts):
-            found.add(str(path.relative_to(DEMO)))
-    assert found == INJECTIONS
+            found.add(str(path.relative_to(root)))
+    return found
+
+
+def test_only_the_demos_injection_mails_steer() -> None:
+    assert _steering_mails(DEMO, "**/*.eml") == INJECTIONS
 
 
 def test_only_the_real_sets_attacker_mails_steer() -> None:
-    found = set()
-    for path in sorted(REAL.glob("*/*/*/*.eml")):
-        parsed = parse_message(path.read_bytes())
-        texts = [parsed.body_text or "", parsed.subject or "", *(a.text or "" for a in parsed.attachments)]
-        if any(steers(t) for t in texts):
-            found.add(str(path.relative_to(REAL)))
-    assert found == REAL_INJECTIONS
+    assert _steering_mails(REAL, "*/*/*/*.eml") == REAL_INJECTIONS
 
 
 def test_the_steering_paragraph_goes_and_the_rest_stays() -> None:
