@@ -52,6 +52,7 @@ class Subscription(Generic[M]):
     skip_late: bool
     skip_finished: bool
     forget: bool = False
+    on_dead_letter: Callable[[Any], Awaitable[None]] | None = None
     inflight: dict[str, asyncio.Task[None]] = field(default_factory=dict)
     slot_freed: asyncio.Event = field(default_factory=asyncio.Event)
 
@@ -76,7 +77,7 @@ async def deliver(
     started = time.perf_counter()
     if count > max_deliveries:
         # The earlier tries never came back: each killed its worker, or hung it.
-        await _dead_letter(sub, entry_id, fields, "too_many_deliveries", f"delivered {count} times", count)
+        await _dead_letter(sub, entry_id, fields, "too_many_deliveries", f"delivered {count} times", count, _readable(sub, fields))
         return
     try:
         message = sub.parse(envelope_data(fields))
@@ -102,12 +103,12 @@ async def deliver(
                 T.WORKER_HANDLE_SECONDS.labels(stream).observe(time.perf_counter() - began)
             log.info("handled", extra={"duration_ms": round((time.perf_counter() - started) * 1000, 1)})
     except ContractError as exc:
-        await _dead_letter(sub, entry_id, fields, exc.code, exc.detail, count)
+        await _dead_letter(sub, entry_id, fields, exc.code, exc.detail, count, message)
         return
     except Exception as exc:  # noqa: BLE001 - retry or dead-letter, by delivery count
         if count >= max_deliveries:
             log.exception("giving up on %s %s after %d deliveries", stream, entry_id, count)
-            await _dead_letter(sub, entry_id, fields, "handler_failed", repr(exc), count)
+            await _dead_letter(sub, entry_id, fields, "handler_failed", repr(exc), count, message)
             return
         T.WORKER_FAILURES.labels(stream).inc()
         T.WORKER_HANDLED.labels(stream, "failed").inc()
@@ -140,8 +141,15 @@ async def _stale(sub: Subscription[Any], redis: Redis, message: BaseModel) -> st
         return "run_finished"
     return None
 
+def _readable(sub: Subscription[Any], fields: Fields) -> Any:
+    try:
+        return sub.parse(envelope_data(fields))
+    except Exception:  # noqa: BLE001 - an unreadable entry is dead-lettered as it is
+        return None
+
+
 async def _dead_letter(
-    sub: Subscription[Any], entry_id: str, fields: Fields, reason: str, detail: str, count: int
+    sub: Subscription[Any], entry_id: str, fields: Fields, reason: str, detail: str, count: int, message: Any = None
 ) -> None:
     # The detail stays in the dead letter: a validation error quotes its input (mail, a question).
     log.warning("dead-lettering %s %s (%s, delivery %d)", sub.stream, entry_id, reason, count)
@@ -153,3 +161,8 @@ async def _dead_letter(
     T.WORKER_DEAD_LETTERED.labels(sub.stream, reason).inc()
     T.WORKER_HANDLED.labels(sub.stream, "dead_lettered").inc()
     await _forget(sub, entry_id)
+    if sub.on_dead_letter is not None and message is not None:
+        try:
+            await sub.on_dead_letter(message)
+        except Exception:  # noqa: BLE001 - the dead letter is written; its run waits for the watchdog
+            log.exception("the dead-letter hook of %s %s failed", sub.stream, entry_id)

@@ -397,6 +397,10 @@ class RunSnapshot(Contract):
     trace: Trace = Field(default_factory=Trace)
     usage: Usage = Field(default_factory=Usage)
     hits: list[Hit] = Field(default_factory=list)
+    # When the planner handed the run on to its ending (the answer to the answerer, or its
+    # own ending as a draft). Before the deadline, the watchdog waits for that draft
+    # (shared.runstore.policy.EVIDENCE_KEEP_SECONDS at most) instead of ending the run.
+    handed_off_at: float | None = None
 
 
 class RunMeta(Contract):

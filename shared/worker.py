@@ -145,6 +145,7 @@ class Worker:
         skip_finished: bool = True,
         group: str | None = None,
         forget: bool = False,
+        on_dead_letter: Callable[[M], Awaitable[None]] | None = None,
     ) -> None:
         """Run ``handle(message, delivery)`` for each entry of ``stream``.
 
@@ -153,7 +154,9 @@ class Worker:
         what must not outlive their handling (raw mail): each is deleted from the stream
         once acknowledged, and dead-lettered without its payload. ``parse`` turns the
         envelope's JSON into the message (default: ``model``'s validation); it may raise
-        a ContractError with its own code."""
+        a ContractError with its own code. ``on_dead_letter(message)`` runs once a
+        readable message is dead-lettered, so that its run can still end (it must not
+        raise; a failure is logged)."""
         T.declare_stream(stream, self.policy.reclaim_idle_ms / 1000)
         self._subs.append(
             Subscription(
@@ -164,6 +167,7 @@ class Worker:
                 skip_late=skip_late,
                 skip_finished=skip_finished,
                 forget=forget,
+                on_dead_letter=on_dead_letter,
             )
         )
 

@@ -35,6 +35,8 @@ from shared.messages import (
     Ending,
     EvidenceMessage,
     StepTrace,
+    Trace,
+    Usage,
     VerificationRequested,
 )
 from shared.runstore import RunStore
@@ -56,6 +58,8 @@ class Answerer:
         written = list(req.proposed)
         if not written and not evidence:
             ending, reason = "insufficient_evidence", "nothing was found to answer from"
+        elif not written and time.time() >= req.deadline:
+            ending, reason = "budget_exhausted", "the time budget ran out before the answer was written"
         elif not written:
             shown = P.build(req.question, evidence, first=req.found_later)
             reply = await call_model(
@@ -81,6 +85,16 @@ class Answerer:
         step.note = reason or step.note
         trace.steps.append(step)
         usage.seconds = round(usage.seconds + (time.monotonic() - started), 3)
+        await self._publish(req, ending, reason, draft=draft, trace=trace, usage=usage)
+
+    async def give_up(self, req: AnswerRequested) -> None:
+        """The request was dead-lettered (it failed every delivery): its run still ends,
+        ``degraded`` with the question's own search, rather than waiting for the watchdog."""
+        await self._publish(req, "degraded", "the answerer could not handle this run", draft=None, trace=req.trace, usage=req.usage)
+
+    async def _publish(
+        self, req: AnswerRequested, ending: Ending, reason: str | None, *, draft: Draft | None, trace: Trace, usage: Usage
+    ) -> None:
         metrics.DRAFTS.labels(ending).inc()
         await publish(
             self.redis,

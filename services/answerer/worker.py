@@ -39,7 +39,12 @@ def build_app(
     async def on_answer(req: AnswerRequested, delivery: Delivery) -> None:
         await answerer.answer(req)
 
-    worker.subscribe(streams.ANSWERS, AnswerRequested, on_answer, concurrency=settings.worker_concurrency)
+    # A late request is still handled: the answer the planner's model wrote before the
+    # deadline is cited and verified; one still to be written ends budget_exhausted at once.
+    worker.subscribe(
+        streams.ANSWERS, AnswerRequested, on_answer, concurrency=settings.worker_concurrency, skip_late=False,
+        on_dead_letter=answerer.give_up,
+    )
 
     async def ready() -> None:
         log.info("answerer ready")

@@ -25,6 +25,9 @@ RUNS_FOLLOWED = Counter(
     "pm_runs_followed_total", "Agentic requests answered with the run an earlier request of the same Idempotency-Key started."
 )
 WATCHDOG_ENDINGS = Counter("pm_watchdog_endings_total", "Runs the deadline watchdog asked the verifier to end.")
+WATCHDOG_WAITS = Counter(
+    "pm_watchdog_waits_total", "Looks at an overdue run whose draft was on its way, so the watchdog waited for it."
+)
 WATCHDOG_FAILURES = Counter("pm_watchdog_round_failures_total", "Watchdog rounds that failed (retried next round).")
 # kind: waiting_runs | event_streams | direct_searches
 ADMITTED = Gauge("pm_gateway_in_flight", "Requests holding a slot of this replica's capacity, by kind.", ["kind"])

@@ -1,6 +1,13 @@
 """The deadline watchdog: every run still open at its deadline plus the grace is ended
 by asking the verifier for a ``budget_exhausted`` result.
 
+A run the planner handed on to its draft before the deadline (the answer on its way to
+the answerer or the verifier) is not ended: its draft is verified however late it is
+read (an answerer restarted with answers queued, a verifier down for hours), so the
+watchdog looks again every :data:`RECHECK_SECONDS` and ends it only when the draft has
+not arrived by the deadline plus :data:`~shared.runstore.policy.EVIDENCE_KEEP_SECONDS`,
+the time its evidence is kept for it.
+
 It is the backstop that guarantees an outcome, so it must not lose a run, and with
 several gateway replicas two of them must not both act on one run:
 
@@ -34,6 +41,7 @@ from shared import streams
 from shared.bus import publish
 from shared.messages import Ending, RunMeta, VerificationRequested
 from shared.runstore import RunStore
+from shared.runstore.policy import EVIDENCE_KEEP_SECONDS
 
 log = logging.getLogger("pmsearch.gateway.watchdog")
 
@@ -41,6 +49,7 @@ log = logging.getLogger("pmsearch.gateway.watchdog")
 # short enough that a dead replica's runs are ended again within seconds.
 CLAIM_SECONDS = 15.0
 ROUND_SIZE = 50
+RECHECK_SECONDS = 60.0
 
 
 async def request_ending(redis: Redis, meta: RunMeta, ending: Ending, reason: str) -> None:
@@ -68,9 +77,13 @@ async def watchdog_round(
         if await store.finished(run_id):
             await store.unwatch(run_id)
             continue
+        meta = await store.meta(run_id)  # an unreadable record is logged by the store
+        if meta is not None and await _draft_on_its_way(store, meta, now):
+            await store.watch_again(run_id, min(now + RECHECK_SECONDS, meta.deadline + EVIDENCE_KEEP_SECONDS))
+            metrics.WATCHDOG_WAITS.inc()
+            continue
         if not await store.claim_overdue(run_id, replica, int(claim_seconds * 1000)):
             continue  # another replica (or an earlier round) is ending it
-        meta = await store.meta(run_id)  # an unreadable record is logged by the store
         if meta is not None:  # without its record the verifier could not end it either
             await request_ending(redis, meta, "budget_exhausted", "the time budget ran out")
             metrics.WATCHDOG_ENDINGS.inc()
@@ -78,6 +91,15 @@ async def watchdog_round(
         # Only now: until here a failure leaves the run for the next round.
         await store.unwatch(run_id)
     return published
+
+
+async def _draft_on_its_way(store: RunStore, meta: RunMeta, now: float) -> bool:
+    """The planner handed the run on before its deadline, and the time its evidence is
+    kept for that draft has not run out."""
+    if meta.cancelled_at is not None or now >= meta.deadline + EVIDENCE_KEEP_SECONDS:
+        return False
+    snapshot = await store.snapshot(run_id=meta.run_id)
+    return snapshot is not None and snapshot.handed_off_at is not None and snapshot.handed_off_at < meta.deadline
 
 
 async def watchdog(

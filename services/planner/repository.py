@@ -29,7 +29,7 @@ class Held:
         return self._held.state
 
     def save(self, state: RunState) -> None:
-        snapshot = RunSnapshot(trace=state.trace, usage=state.usage, hits=state.hits)
+        snapshot = RunSnapshot(trace=state.trace, usage=state.usage, hits=state.hits, handed_off_at=state.handed_off_at)
         self._held.save(state, snapshot, state.run.deadline)
 
 

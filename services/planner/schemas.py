@@ -90,6 +90,7 @@ class RunState(BaseModel):
     trace: Trace = Field(default_factory=Trace)
     usage: Usage = Field(default_factory=Usage)
     reason: str | None = None
+    handed_off_at: float | None = None  # see RunSnapshot.handed_off_at
     # Each entry into a model call takes the next turn; a reply is applied only while
     # its turn is still the run's (a redelivery may have taken the call over).
     turn: int = 0

@@ -391,6 +391,7 @@ class Planner:
     async def _answer(self, state: RunState) -> None:
         run = state.run
         state.decision = "done"
+        state.handed_off_at = time.time()
         state.usage.steps = state.steps_used
         state.usage.seconds = round(time.time() - run.started_at, 3)
         metrics.ENDINGS.labels("answer").inc()
@@ -407,6 +408,7 @@ class Planner:
     async def _finish(self, state: RunState, ending: Ending, reason: str) -> None:
         run = state.run
         state.decision = "done"
+        state.handed_off_at = time.time()
         state.usage.steps = state.steps_used
         state.usage.seconds = round(time.time() - run.started_at, 3)
         metrics.ENDINGS.labels(ending).inc()

@@ -152,6 +152,10 @@ class RunStore:
     async def unwatch(self, run_id: str) -> None:
         await self.redis.zrem(streams.WATCHDOG, run_id)
 
+    async def watch_again(self, run_id: str, at: float) -> None:
+        """Look at an overdue run again at ``at`` (its draft is on its way)."""
+        await self.redis.zadd(streams.WATCHDOG, {run_id: at}, xx=True)
+
     async def index_page(
         self, tenant_id: str | None, *, newest: float, oldest: float, start: int, count: int
     ) -> list[tuple[str, float]]:
@@ -225,7 +229,10 @@ class RunStore:
                     snapshot, deadline = held.pending
                     ttl = work_ttl(deadline)
                     pipe.set(streams.state_key(run_id), held.state.model_dump_json(), ex=ttl)
-                    pipe.set(streams.snapshot_key(run_id), snapshot.model_dump_json(), ex=ttl)
+                    # A run handed on to its draft: the watchdog reads the snapshot as long
+                    # as it waits for that draft, and the verifier reports its trace.
+                    kept = ttl if snapshot.handed_off_at is None else evidence_ttl(deadline)
+                    pipe.set(streams.snapshot_key(run_id), snapshot.model_dump_json(), ex=kept)
                 if safe:
                     pipe.delete(key)
                 if len(pipe):

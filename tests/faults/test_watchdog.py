@@ -32,6 +32,7 @@ WATCHDOG_GRANTS = {
     "meta": "(~pm:run:*:meta +get +exists)",
     "final": "(%R~pm:run:*:final +get +exists)",
     "publish": "(%W~pm:drafts:watchdog +xadd)",
+    "snapshot": "(%R~pm:run:*:steps +get)",
 }
 
 

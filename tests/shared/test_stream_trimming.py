@@ -9,7 +9,7 @@ import asyncio
 import time
 from dataclasses import replace
 
-from shared.bus import encode, publish
+from shared.bus import encode, publish, publish_in
 from shared.consumer_group import ConsumerGroup
 from shared.streams import dead_letter
 from shared.worker import Delivery
@@ -124,3 +124,20 @@ async def _pending_zero_after_reading(client, stream: str) -> bool:
     info = {g["name"].decode(): g for g in await client.xinfo_groups(stream)}
     g = info.get(GROUP)
     return bool(g) and g["pending"] == 0 and g.get("lag") == 0
+
+
+async def test_a_backlog_longer_than_any_length_cap_loses_no_entry(client, stream):
+    # Past the 100,000 entries the streams were once capped at: publishing trims
+    # nothing, and trimming drops only what the group has consumed.
+    backlog = 100_500
+    async with client.pipeline(transaction=False) as pipe:
+        for n in range(backlog):
+            publish_in(pipe, stream, Job(n=n))
+        await pipe.execute()
+    group = ConsumerGroup(client, stream, GROUP, "c1")
+    await group.ensure()
+    assert await group.trim_consumed(_past_every_entry()) == 0
+    for entry_id, _ in await group.read(500, 10):
+        await group.ack(entry_id)
+    assert await group.trim_consumed(_past_every_entry()) == 500
+    assert await client.xlen(stream) == backlog - 500
