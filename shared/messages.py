@@ -28,7 +28,7 @@ RemovalReason = Literal[
 # never text a stage or a model wrote (that is ``RunResult.model_note`` at most).
 ReasonCode = Literal[
     "time_budget_spent", "step_budget_spent", "model_unavailable", "nothing_found",
-    "no_answer_found", "all_sentences_removed", "empty_draft", "cancelled",
+    "no_answer_found", "all_sentences_removed", "empty_draft", "cancelled", "evidence_expired",
 ]
 REASONS: dict[str, str] = {
     "time_budget_spent": "the time budget ran out",
@@ -39,6 +39,7 @@ REASONS: dict[str, str] = {
     "all_sentences_removed": "every sentence of the draft failed verification",
     "empty_draft": "the draft had no sentences",
     "cancelled": "the run was cancelled by its owner",
+    "evidence_expired": "the answer came after the run's evidence expired, so it could not be verified",
 }
 
 

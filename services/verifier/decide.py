@@ -10,6 +10,7 @@ import time
 from collections.abc import Mapping
 from datetime import UTC
 
+from services.verifier.citations import find_markers
 from services.verifier.outcome import SNIPPET_CHARS, degraded_hits, model_note, reason_code
 from services.verifier.service import UNSUPPORTED_THRESHOLD, Verdict, verify
 from services.verifier.trace import REMOVED_CHARS, checked_trace, checked_usage
@@ -43,6 +44,12 @@ def run_evidence(
         for key, msg in evidence.items()
         if key == msg.message_id and msg.tenant_id == request.tenant_id
     }
+
+
+def _cites(draft: Draft | None) -> bool:
+    if draft is None:
+        return False
+    return any(s.citations for s in draft.sentences or []) or bool(find_markers(draft.text or ""))
 
 
 def _when(msg: EvidenceMessage) -> float:
@@ -109,7 +116,7 @@ def decide_with_verdict(
     ``request`` must have passed :func:`.outcome.checked` against the run's record
     (``run``); the result takes from it only what that checked, the verdict and what
     stored evidence and the record confirm (see :mod:`.outcome` and :mod:`.trace`)."""
-    evidence = run_evidence(request, evidence)
+    stored, evidence = evidence, run_evidence(request, evidence)
     finished_at = time.time() if now is None else now
     trace = checked_trace(request.trace, evidence, run)
     trace.searched = _searched(trace)
@@ -117,7 +124,13 @@ def decide_with_verdict(
     answer: Answer | None = None
     hits = []
 
-    if request.ending == "answer":
+    # A draft citing what the run found, and the run holds none of it: its evidence
+    # expired before this draft was read. Verified against nothing, every sentence would
+    # be removed: a verdict on an answer nobody checked.
+    expired = request.ending == "answer" and not stored and _cites(request.draft)
+    if expired:
+        outcome = "budget_exhausted"
+    elif request.ending == "answer":
         if request.draft is not None:
             verdict = _safe_verify(request.draft, evidence, unsupported_threshold, request.question)
         answer = verdict.answer()
@@ -131,7 +144,8 @@ def decide_with_verdict(
         if outcome == "degraded":
             hits = degraded_hits(request.hits, evidence)
     reason = reason_code(
-        request, kept=len(verdict.kept), removed=len(verdict.removed), evidence=evidence, finished_at=finished_at
+        request, kept=len(verdict.kept), removed=len(verdict.removed), evidence=evidence, finished_at=finished_at,
+        expired=expired,
     )
 
     cited: list[str] = []

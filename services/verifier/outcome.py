@@ -93,10 +93,14 @@ def reason_code(
     removed: int,
     evidence: Mapping[str, EvidenceMessage],
     finished_at: float,
+    expired: bool = False,
 ) -> ReasonCode | None:
-    """Why the run ends unanswered (None when it is answered)."""
+    """Why the run ends unanswered (None when it is answered); ``expired``: an answer
+    read after the run's evidence was gone."""
     if request.ending == "cancelled":
         return "cancelled"
+    if expired:
+        return "evidence_expired"
     if request.ending == "answer":
         if kept:
             return None

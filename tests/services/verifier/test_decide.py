@@ -6,6 +6,7 @@ from datetime import UTC, datetime
 
 from services.verifier.decide import decide, decide_with_verdict
 from shared.messages import (
+    DraftSentence,
     Hit,
     RemovedSentence,
     StepTrace,
@@ -45,6 +46,23 @@ def test_every_sentence_removed_is_insufficient_evidence() -> None:
     assert result.answer is None
     assert [r.reason for r in result.trace.removed_sentences] == ["quote_not_found", "no_citation"]
     assert result.reason
+
+
+def test_an_answer_read_after_its_evidence_expired_is_not_judged_against_nothing() -> None:
+    for req in (
+        request(text=f"The claim was accepted [{M1}]."),
+        request(sentences=[DraftSentence(text="The claim was accepted.", citations=[M1])]),
+    ):
+        result = decide(req, {})
+        assert result.outcome == "budget_exhausted"
+        assert result.reason == "evidence_expired"
+        assert not result.trace.removed_sentences
+
+
+def test_an_answer_citing_nothing_in_a_run_that_found_nothing_is_still_judged() -> None:
+    result = decide(request(text="The claim was accepted."), {})
+    assert result.outcome == "insufficient_evidence"
+    assert result.reason == "all_sentences_removed"
 
 
 def test_empty_draft_is_insufficient_evidence() -> None:
