@@ -1,5 +1,6 @@
-"""A worker process's operator port (``PM_METRICS_HOST``:``PM_METRICS_PORT``): its
-Prometheus metrics, liveness and readiness.
+"""A process's operator port (``PM_METRICS_HOST``:``PM_METRICS_PORT``): its Prometheus
+metrics, liveness and readiness (a worker's here; the gateway's probes are its own, on
+the same server).
 
 * ``/metrics``: the process's metrics.
 * ``/healthz`` (live): the event loop answers within :data:`PROBE_SECONDS` and every
@@ -23,7 +24,7 @@ import asyncio
 import json
 import socket
 import threading
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from concurrent.futures import TimeoutError as FutureTimeout
 from socketserver import ThreadingMixIn
 from typing import TYPE_CHECKING, Any
@@ -43,21 +44,22 @@ PROBE_SECONDS = 2.0
 Check = Callable[[], Awaitable[None]]
 
 
-class Probes:
-    """Liveness and readiness of one worker, evaluated on its event loop."""
+class LoopProbes:
+    """Liveness and readiness evaluated on a process's event loop, from the operator
+    port's thread: a subclass says what each checks."""
 
-    def __init__(self, worker: Worker, loop: asyncio.AbstractEventLoop, timeout: float = PROBE_SECONDS) -> None:
-        self.worker = worker
+    def __init__(self, loop: asyncio.AbstractEventLoop, timeout: float = PROBE_SECONDS) -> None:
         self.loop = loop
         self.timeout = timeout
 
     async def live(self) -> dict[str, str]:
-        return {"consumers": "ok" if self.worker.alive else "a consume loop is not running"}
+        raise NotImplementedError
 
     async def ready(self) -> dict[str, str]:
-        checks: dict[str, Check] = {
-            "consumers": self._consuming, "redis": self._redis, "groups": self._groups, **self.worker.ready_checks,
-        }
+        raise NotImplementedError
+
+    async def run_checks(self, checks: dict[str, Check]) -> dict[str, str]:
+        """Each check's ``ok`` or what went wrong, each within the probe's time limit."""
         results: dict[str, str] = {}
         for name, check in checks.items():
             try:
@@ -68,6 +70,33 @@ class Probes:
             except Exception as exc:  # noqa: BLE001 - reported, not raised: that is the probe's job
                 results[name] = f"{type(exc).__name__}: {exc}"[:200]
         return results
+
+    def evaluate(self, probe: Callable[[], Awaitable[dict[str, str]]]) -> tuple[bool, dict[str, Any]]:
+        """Run ``probe`` on the process's loop from the server's thread."""
+        future = asyncio.run_coroutine_threadsafe(probe(), self.loop)
+        try:
+            checks = future.result(timeout=self.timeout * 4)
+        except FutureTimeout:
+            future.cancel()
+            checks = {"event_loop": f"no answer within {self.timeout * 4:g} s"}
+        ok = all(v == "ok" for v in checks.values())
+        return ok, {"status": "ok" if ok else "fail", "checks": checks}
+
+
+class Probes(LoopProbes):
+    """Liveness and readiness of one worker."""
+
+    def __init__(self, worker: Worker, loop: asyncio.AbstractEventLoop, timeout: float = PROBE_SECONDS) -> None:
+        super().__init__(loop, timeout)
+        self.worker = worker
+
+    async def live(self) -> dict[str, str]:
+        return {"consumers": "ok" if self.worker.alive else "a consume loop is not running"}
+
+    async def ready(self) -> dict[str, str]:
+        return await self.run_checks({
+            "consumers": self._consuming, "redis": self._redis, "groups": self._groups, **self.worker.ready_checks,
+        })
 
     async def _consuming(self) -> None:
         if not self.worker.alive:
@@ -82,17 +111,6 @@ class Probes:
             if group not in names:
                 raise RuntimeError(f"{stream} has no consumer group {group}")
 
-    def evaluate(self, probe: Callable[[], Awaitable[dict[str, str]]]) -> tuple[bool, dict[str, Any]]:
-        """Run ``probe`` on the worker's loop from the server's thread."""
-        future = asyncio.run_coroutine_threadsafe(probe(), self.loop)
-        try:
-            checks = future.result(timeout=self.timeout * 4)
-        except FutureTimeout:
-            future.cancel()
-            checks = {"event_loop": f"no answer within {self.timeout * 4:g} s"}
-        ok = all(v == "ok" for v in checks.values())
-        return ok, {"status": "ok" if ok else "fail", "checks": checks}
-
 
 def _text(value: bytes | str) -> str:
     return value.decode() if isinstance(value, bytes) else value
@@ -103,11 +121,19 @@ class _QuietHandler(WSGIRequestHandler):
         pass  # Prometheus scrapes every few seconds: no access log
 
 
-def _wsgi(probes: Probes):
+# A document the operator port serves besides the probes: its path, content type and body.
+Documents = Mapping[str, tuple[str, Callable[[], bytes]]]
+
+
+def _wsgi(probes: LoopProbes, documents: Documents):
     metrics = make_wsgi_app()
 
     def app(environ: dict[str, Any], start_response: Callable[..., Any]) -> list[bytes]:
         path = environ.get("PATH_INFO", "")
+        if path in documents:
+            content_type, body = documents[path]
+            start_response("200 OK", [("Content-Type", content_type)])
+            return [body()]
         if path not in ("/healthz", "/readyz"):
             return metrics(environ, start_response)
         ok, body = probes.evaluate(probes.live if path == "/healthz" else probes.ready)
@@ -117,14 +143,15 @@ def _wsgi(probes: Probes):
     return app
 
 
-def start_server(host: str, port: int, probes: Probes) -> WSGIServer:
-    """Serve ``/metrics``, ``/healthz`` and ``/readyz`` on ``host:port`` from a thread."""
+def start_server(host: str, port: int, probes: LoopProbes, documents: Documents | None = None) -> WSGIServer:
+    """Serve ``/metrics``, ``/healthz``, ``/readyz`` and ``documents`` on ``host:port``
+    from a thread."""
 
     class Server(ThreadingMixIn, WSGIServer):
         daemon_threads = True
         address_family = socket.AF_INET6 if ":" in host else socket.AF_INET
 
-    server = make_server(host, port, _wsgi(probes), Server, handler_class=_QuietHandler)
+    server = make_server(host, port, _wsgi(probes, documents or {}), Server, handler_class=_QuietHandler)
     threading.Thread(target=server.serve_forever, name="operator port", daemon=True).start()
     return server
 
@@ -153,4 +180,4 @@ def serve(worker: Worker, settings: ServiceSettings) -> None:
     uvloop.run(run_worker(worker, settings))
 
 
-__all__ = ["PROBE_SECONDS", "Probes", "run_worker", "serve", "start_server"]
+__all__ = ["PROBE_SECONDS", "LoopProbes", "Probes", "run_worker", "serve", "start_server"]

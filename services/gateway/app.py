@@ -15,7 +15,7 @@ import uvicorn
 from fastapi import Depends, FastAPI, Header, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
-from prometheus_client import CONTENT_TYPE_LATEST, generate_latest, start_http_server
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import OutOfMemoryError
 from redis.exceptions import TimeoutError as RedisTimeout
@@ -23,14 +23,15 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from services.gateway import admin_runs, api_docs, health, metrics
 from services.gateway.admission import Admission, ClientGone, HeldEventSource, Ticket, unless_client_leaves
-from services.gateway.errors import InvalidRequest, NotFound, Overloaded, StoreFull, Unauthorized
-from services.gateway.health import WatchdogHealth
+from services.gateway.errors import InvalidRequest, NotFound, Overloaded, StoreFull
+from services.gateway.health import GatewayProbes, WatchdogHealth
 from services.gateway.idempotency import parse_idempotency_key
 from services.gateway.inspector import install as install_inspector
 from services.gateway.limits import BodyLimit, BodyTooLargeSignal, KeyLimits, problem_response
 from services.gateway.mcp import mount as mount_mcp
 from services.gateway.openapi import EventStream, RunEvent, RunStatus, problems, streams_events
 from services.gateway.openapi import install as install_openapi
+from services.gateway.operators import bearer, operator_request
 from services.gateway.request_log import RequestLog
 from services.gateway.runs import RunService, parse_last_event_id
 from services.gateway.schemas import (
@@ -51,6 +52,7 @@ from services.gateway.watchdog import watchdog
 from shared.bus import connect
 from shared.collector import settle_after_startup
 from shared.errors import PmError
+from shared.health import start_server
 from shared.logging_setup import bind
 from shared.messages import RunResult
 from shared.settings import GatewaySettings, gateway_settings
@@ -96,22 +98,27 @@ def create_app(settings: GatewaySettings | None = None) -> FastAPI:
             redis, search_rate_per_minute=settings.search_rate_per_minute,
             max_streams=settings.max_streams_per_key, lease_seconds=settings.stream_lease_seconds,
         )
-        # The operator port (PM_METRICS_HOST:PM_METRICS_PORT), where Prometheus scrapes;
-        # the public port then serves no metrics at all (see _may_scrape).
-        operator = start_http_server(settings.metrics_port, settings.metrics_host) if settings.metrics_port else None
         stop = asyncio.Event()
         app.state.watchdog_health = dog_health = WatchdogHealth()
+        app.state.probe_checks = checks = GatewayProbes(asyncio.get_running_loop(), probes, dog_health)
         dog = asyncio.create_task(watchdog(control, stop, on_round=dog_health.round_done))
         dog_health.task = dog
+        # The operator port (PM_METRICS_HOST:PM_METRICS_PORT): metrics, probes and the
+        # AsyncAPI document; the public port then serves none of those to anyone
+        # (services/gateway/operators.py) but its two probes' status.
+        operator = (
+            start_server(settings.metrics_host, settings.metrics_port, checks, api_docs.OPERATOR_DOCUMENTS)
+            if settings.metrics_port else None
+        )
         yield
+        if operator is not None:
+            operator.shutdown()
+            operator.server_close()
         stop.set()
         await dog
         await redis.aclose()
         await control.aclose()
         await probes.aclose()
-        if operator is not None:
-            operator[0].shutdown()
-            operator[0].server_close()
 
     app = FastAPI(
         title="pmsearch",
@@ -224,18 +231,12 @@ async def admission(request: Request) -> Admission:
 Capacities = Annotated[Admission, Depends(admission)]
 
 
-def _bearer(authorization: str | None, x_api_key: str | None) -> str | None:
-    if authorization and authorization.lower().startswith("bearer "):
-        return authorization[7:].strip()
-    return x_api_key
-
-
 async def caller(
     svc: Service,
     authorization: Annotated[str | None, Header()] = None,
     x_api_key: Annotated[str | None, Header()] = None,
 ) -> ApiKeyRecord:
-    record = await svc.authenticate(_bearer(authorization, x_api_key))
+    record = await svc.authenticate(bearer(authorization, x_api_key))
     bind(tenant=record.tenant_id)
     return record
 
@@ -244,42 +245,23 @@ async def admin(
     svc: Service,
     authorization: Annotated[str | None, Header()] = None,
 ) -> None:
-    svc.require_admin(_bearer(authorization, None))
+    svc.require_admin(bearer(authorization, None))
 
 
 Caller = Annotated[ApiKeyRecord, Depends(caller)]
 Admin = Depends(admin)
 
 
-_LOOPBACK = frozenset({"127.0.0.1", "::1"})
-
-
-def _may_scrape(request: Request, svc: GatewayService) -> bool:
-    """Whether the public port may serve this request the metrics: they name every
-    route's traffic and tenants' cap use, so they are for operators. With an operator
-    port (``PM_METRICS_PORT``) it serves none; without one, a client on this host that
-    came through no proxy (no ``Forwarded`` or ``X-Forwarded-For``), or the admin token."""
-    if svc.settings.metrics_port:
-        return False
-    try:
-        svc.require_admin(_bearer(request.headers.get("authorization"), None))
-        return True
-    except Unauthorized:
-        pass
-    host = request.client.host if request.client else ""
-    proxied = "forwarded" in request.headers or "x-forwarded-for" in request.headers
-    return host in _LOOPBACK and not proxied
-
-
 def _routes(app: FastAPI) -> None:
     @app.get("/healthz", include_in_schema=False)
-    async def healthz(request: Request) -> dict:
-        await request.app.state.probes.ping()  # not the client pool: load must not fail it
-        return {"status": "ok"}
+    async def healthz(request: Request) -> JSONResponse:
+        checks = await request.app.state.probe_checks.live()
+        ok = all(v == "ok" for v in checks.values())
+        return JSONResponse({"status": "ok" if ok else "fail"}, status_code=200 if ok else 503)
 
     @app.get("/metrics", include_in_schema=False)
     async def prometheus(request: Request) -> Response:
-        if not _may_scrape(request, request.app.state.service):
+        if not operator_request(request, request.app.state.service):
             raise NotFound("no such resource")  # not advertised to the public
         return Response(generate_latest(), media_type=CONTENT_TYPE_LATEST)
 

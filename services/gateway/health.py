@@ -11,10 +11,13 @@ from dataclasses import dataclass, field
 
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
+from redis.asyncio import Redis
+
+from services.gateway.operators import operator_request
+from shared.health import PROBE_SECONDS, LoopProbes
 
 # A round runs every 0.2 s; this long without a finished one means it is stuck or failing.
 WATCHDOG_STALE_SECONDS = 10.0
-PROBE_SECONDS = 2.0
 
 router = APIRouter(include_in_schema=False)
 
@@ -38,16 +41,38 @@ class WatchdogHealth:
         return None
 
 
-@router.get("/readyz")
-async def readyz(request: Request) -> JSONResponse:
-    checks: dict[str, str] = {}
-    try:
+class GatewayProbes(LoopProbes):
+    """The gateway's liveness (its probe connection answers) and readiness (Redis and
+    the watchdog), for its public port and its operator port alike."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, redis: Redis, watchdog: WatchdogHealth) -> None:
+        super().__init__(loop, PROBE_SECONDS)
         # The probes' own connection, not the client pool nor the watchdog's: their load
         # must not fail the probe.
-        await asyncio.wait_for(request.app.state.probes.ping(), PROBE_SECONDS)
-        checks["redis"] = "ok"
-    except Exception as exc:  # noqa: BLE001 - reported, not raised: that is the probe's job
-        checks["redis"] = f"{type(exc).__name__}: {exc}"[:200]
-    checks["watchdog"] = request.app.state.watchdog_health.problem() or "ok"
+        self.redis = redis
+        self.watchdog = watchdog
+
+    async def live(self) -> dict[str, str]:
+        return await self.run_checks({"redis": self._ping})
+
+    async def ready(self) -> dict[str, str]:
+        return await self.run_checks({"redis": self._ping, "watchdog": self._watchdog})
+
+    async def _ping(self) -> None:
+        await self.redis.ping()
+
+    async def _watchdog(self) -> None:
+        problem = self.watchdog.problem()
+        if problem is not None:
+            raise RuntimeError(problem)
+
+
+@router.get("/readyz")
+async def readyz(request: Request) -> JSONResponse:
+    """Ready or not; what each check found only for an operator (it names hosts and errors)."""
+    checks = await request.app.state.probe_checks.ready()
     ok = all(v == "ok" for v in checks.values())
-    return JSONResponse({"status": "ok" if ok else "fail", "checks": checks}, status_code=200 if ok else 503)
+    body: dict = {"status": "ok" if ok else "fail"}
+    if operator_request(request, request.app.state.service):
+        body["checks"] = checks
+    return JSONResponse(body, status_code=200 if ok else 503)

@@ -309,8 +309,30 @@ def test_the_public_port_serves_metrics_only_to_this_host_or_the_admin_token(gat
     assert admin.status_code == 200 and "pm_http_requests_total" in admin.text
 
 
-def test_with_an_operator_port_the_public_port_serves_no_metrics(acl_redis):
+def test_the_public_port_serves_the_asyncapi_document_and_readiness_details_only_to_operators(gateway):
+    proxied = {"X-Forwarded-For": "203.0.113.9"}
+    key = {"Authorization": f"Bearer {gateway.new_key()}"}
+    admin = {"Authorization": f"Bearer {gateway.admin_token}"}
+    for path in ("/asyncapi", "/asyncapi.yaml"):
+        assert gateway.http.get(path).status_code == 200  # this host, through no proxy
+        _is_problem(gateway.http.get(path, headers={**proxied, **key}), 404, "not_found")
+        assert gateway.http.get(path, headers={**proxied, **admin}).status_code == 200
+    assert gateway.http.get("/readyz").json()["checks"]["redis"] == "ok"
+    public = gateway.http.get("/readyz", headers={**proxied, **key})
+    assert public.status_code == 200 and public.json() == {"status": "ok"}
+
+
+def test_with_an_operator_port_the_public_port_serves_no_operator_surface(acl_redis):
     port = _free_port()
     with Gateway(acl_redis, metrics_port=port) as gw:
-        _is_problem(gw.http.get("/metrics"), 404, "not_found")
-        assert "pm_http_requests_total" in httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=10).text
+        for path in ("/metrics", "/asyncapi", "/asyncapi.yaml"):
+            _is_problem(gw.http.get(path), 404, "not_found")
+        assert gw.http.get("/readyz").json() == {"status": "ok"}
+        assert gw.http.get("/healthz").json() == {"status": "ok"}
+        operator = f"http://127.0.0.1:{port}"
+        assert "pm_http_requests_total" in httpx.get(f"{operator}/metrics", timeout=10).text
+        assert httpx.get(f"{operator}/asyncapi", timeout=10).json()["asyncapi"].startswith("3.")
+        assert "channels:" in httpx.get(f"{operator}/asyncapi.yaml", timeout=10).text
+        ready = httpx.get(f"{operator}/readyz", timeout=10).json()
+        assert ready == {"status": "ok", "checks": {"redis": "ok", "watchdog": "ok"}}
+        assert httpx.get(f"{operator}/healthz", timeout=10).json() == {"status": "ok", "checks": {"redis": "ok"}}
