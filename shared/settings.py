@@ -144,6 +144,9 @@ class GatewaySettings(ScopeKeySettings):
     max_ingest_body_bytes: int = Field(default=64 * 1024 * 1024, ge=1024)
     # Plain (keyword, semantic, hybrid) searches per API key per minute; 0 = no limit.
     search_rate_per_minute: int = Field(default=120, ge=0)
+    # Wrong credentials one client address may send per minute before it is refused
+    # unread (services/gateway/auth_throttle.py); 0 = no limit.
+    auth_failures_per_minute: int = Field(default=30, ge=0)
     # Agentic runs (SSE or waiting) and event streams one API key may hold open at once.
     max_streams_per_key: int = Field(default=4, ge=1)
     # A stream's slot lives this long unless renewed, so a crashed replica's slots free up.

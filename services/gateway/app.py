@@ -31,7 +31,7 @@ from services.gateway.limits import BodyLimit, BodyTooLargeSignal, KeyLimits, pr
 from services.gateway.mcp import mount as mount_mcp
 from services.gateway.openapi import EventStream, RunEvent, RunStatus, problems, streams_events
 from services.gateway.openapi import install as install_openapi
-from services.gateway.operators import bearer, operator_request
+from services.gateway.operators import bearer, client_address, operator_request
 from services.gateway.request_log import RequestLog
 from services.gateway.runs import RunService, parse_last_event_id
 from services.gateway.schemas import (
@@ -232,20 +232,22 @@ Capacities = Annotated[Admission, Depends(admission)]
 
 
 async def caller(
+    request: Request,
     svc: Service,
     authorization: Annotated[str | None, Header()] = None,
     x_api_key: Annotated[str | None, Header()] = None,
 ) -> ApiKeyRecord:
-    record = await svc.authenticate(bearer(authorization, x_api_key))
+    record = await svc.authenticate(bearer(authorization, x_api_key), client_address(request))
     bind(tenant=record.tenant_id)
     return record
 
 
 async def admin(
+    request: Request,
     svc: Service,
     authorization: Annotated[str | None, Header()] = None,
 ) -> None:
-    svc.require_admin(bearer(authorization, None))
+    svc.require_admin(bearer(authorization), client_address(request))
 
 
 Caller = Annotated[ApiKeyRecord, Depends(caller)]

@@ -13,6 +13,7 @@
         ├── BodyTooLarge        413  a request body over its limit, refused unread
         ├── CapExhausted        429  the tenant's daily cap is spent (Retry-After)
         ├── RateLimited         429  the key's plain searches for this minute are spent (Retry-After)
+        ├── AuthThrottled       429  too many wrong credentials from this address this minute (Retry-After)
         ├── TooManyStreams      429  the key holds all its stream slots (Retry-After)
         ├── Overloaded          503  this replica is at capacity, or Redis is unreachable (Retry-After)
         └── UpstreamTimeout     504  the searcher did not answer in time
@@ -124,6 +125,18 @@ class RateLimited(GatewayError):
     status = 429
     code = "rate_limited"
     title = "Too many searches"
+
+    def __init__(self, detail: str, retry_after: int) -> None:
+        super().__init__(detail, retry_after=retry_after)
+
+
+class AuthThrottled(GatewayError):
+    """Too many wrong credentials from the client's address this minute
+    (``services/gateway/auth_throttle.py``); nothing was looked up."""
+
+    status = 429
+    code = "auth_throttled"
+    title = "Too many wrong credentials"
 
     def __init__(self, detail: str, retry_after: int) -> None:
         super().__init__(detail, retry_after=retry_after)

@@ -28,6 +28,7 @@ from jinja2 import Environment, FileSystemLoader, select_autoescape
 from services.gateway.admission import HeldEventSource
 from services.gateway.errors import NotFound
 from services.gateway.inspection import Inspector, RunView, Viewer
+from services.gateway.operators import bearer, client_address
 from services.gateway.runs import parse_last_event_id
 from shared.runstore import RunStore
 
@@ -53,20 +54,14 @@ _templates = Environment(
 router = APIRouter(tags=["inspector"])
 
 
-def _bearer(authorization: str | None) -> str | None:
-    if authorization and authorization.lower().startswith("bearer "):
-        return authorization[7:].strip()
-    return None
-
-
 async def viewer(request: Request, authorization: Annotated[str | None, Header()] = None) -> Viewer:
     """The admin when the bearer token is the admin token, else the key's holder (401
     for a missing or unknown key)."""
-    token = _bearer(authorization)
+    token = bearer(authorization)
     admin = request.app.state.service.settings.admin_token
     if token and admin and secrets.compare_digest(token.encode(), admin.get_secret_value().encode()):
         return Viewer(record=None)
-    return Viewer(record=await request.app.state.service.authenticate(token))
+    return Viewer(record=await request.app.state.service.authenticate(token, client_address(request)))
 
 
 def _inspector(request: Request) -> Inspector:

@@ -11,6 +11,9 @@ BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 1.5, 2.5, 5, 8, 10, 15, 
 REQUESTS = Counter("pm_http_requests_total", "HTTP requests by route and status.", ["route", "status"])
 REQUEST_SECONDS = Histogram("pm_http_request_seconds", "HTTP request time by route.", ["route"], buckets=BUCKETS)
 SEARCHES = Counter("pm_gateway_searches_total", "Searches by mode and result.", ["mode", "result"])
+AUTH_THROTTLED = Counter(
+    "pm_gateway_auth_throttled_total", "Requests refused unread after too many wrong credentials from their address."
+)
 CAP_REFUSED = Counter("pm_cap_refused_total", "Agentic runs refused because the tenant cap was spent.")
 CAP_TAKEN = Counter("pm_cap_taken_total", "Units of tenant daily caps taken.")
 # Cap use per tenant without a tenant label (tenants are unbounded): each admission

@@ -24,14 +24,19 @@ def bearer(authorization: str | None, x_api_key: str | None = None) -> str | Non
     return x_api_key
 
 
+def client_address(request: Request) -> str | None:
+    """The peer's address (behind a proxy, the proxy's)."""
+    return request.client.host if request.client else None
+
+
 def operator_request(request: Request, svc: GatewayService) -> bool:
     if svc.settings.metrics_port:
         return False
     try:
-        svc.require_admin(bearer(request.headers.get("authorization")))
+        svc.require_admin(bearer(request.headers.get("authorization")), client_address(request))
         return True
     except Unauthorized:
         pass
-    host = request.client.host if request.client else ""
+    host = client_address(request) or ""
     proxied = "forwarded" in request.headers or "x-forwarded-for" in request.headers
     return host in _LOOPBACK and not proxied

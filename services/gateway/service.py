@@ -14,6 +14,7 @@ from datetime import UTC, datetime
 
 from redis.asyncio import Redis
 
+from services.gateway.auth_throttle import AuthThrottle
 from services.gateway.errors import Forbidden, InvalidRequest, NotFound, Unauthorized, UpstreamTimeout
 from services.gateway.repository import GatewayRepository
 from services.gateway.schemas import (
@@ -59,18 +60,21 @@ class GatewayService:
         self.redis = redis
         self.settings = settings
         self.repo = GatewayRepository(redis)
+        self.throttle = AuthThrottle(settings.auth_failures_per_minute)
 
     # ------------------------------------------------------------ callers
 
-    async def authenticate(self, key: str | None) -> ApiKeyRecord:
+    async def authenticate(self, key: str | None, address: str | None = None) -> ApiKeyRecord:
+        """The active key's record; ``address`` (the client's) is throttled after too
+        many wrong keys (:mod:`.auth_throttle`)."""
         if not key:
             raise Unauthorized("send an API key as 'Authorization: Bearer <key>'")
+        self.throttle.check(address)
         record = await self.repo.find_key(key)
-        if record is None:
-            raise Unauthorized("API key not recognised")
-        status = record.status_at(datetime.now(UTC))
-        if status != "active":
-            raise Unauthorized(f"API key {status}")
+        status = None if record is None else record.status_at(datetime.now(UTC))
+        if record is None or status != "active":
+            self.throttle.failed(address)
+            raise Unauthorized("API key not recognised" if record is None else f"API key {status}")
         return record
 
     @staticmethod
@@ -78,10 +82,14 @@ class GatewayService:
         if permission not in record.permissions:
             raise Forbidden(f"this API key lacks the '{permission}' permission")
 
-    def require_admin(self, token: str | None) -> None:
+    def require_admin(self, token: str | None, address: str | None = None) -> None:
         expected = self.settings.admin_token.get_secret_value().encode()
+        if not token:
+            raise Unauthorized("admin token missing or wrong")
+        self.throttle.check(address)
         # Bytes, not str: compare_digest raises TypeError on non-ASCII str (a 500, not a 401).
-        if not token or not secrets.compare_digest(token.encode(), expected):
+        if not secrets.compare_digest(token.encode(), expected):
+            self.throttle.failed(address)
             raise Unauthorized("admin token missing or wrong")
 
     def sign(self, record: ApiKeyRecord, *, run_id: str = "", expires_at: float | None = None) -> str:

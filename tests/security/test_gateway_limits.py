@@ -296,6 +296,20 @@ def test_a_tenant_past_its_share_of_streams_is_429_while_another_tenant_gets_one
             assert other.status_code == 200
 
 
+def test_wrong_credentials_from_one_address_are_throttled_before_any_lookup(acl_redis):
+    with Gateway(acl_redis, auth_failures_per_minute=3) as gw:
+        good = gw.new_key()
+        _is_problem(gw.http.post("/v1/search", json={"query": "x"}), 401, "unauthorized")  # no key: not a guess
+        for guess in range(3):
+            wrong = {"Authorization": f"Bearer pm_wrong_{guess}"}
+            _is_problem(gw.http.post("/v1/search", json={"query": "x"}, headers=wrong), 401, "unauthorized")
+        refused = gw.http.post("/v1/search", json={"query": "x"}, headers={"Authorization": f"Bearer {good}"})
+        _is_problem(refused, 429, "auth_throttled")
+        assert 0 < int(refused.headers["Retry-After"]) <= 61
+        admin = gw.http.get("/v1/admin/keys", headers={"Authorization": f"Bearer {gw.admin_token}"})
+        _is_problem(admin, 429, "auth_throttled")
+
+
 # ------------------------------------------------------------------ operator surfaces
 
 

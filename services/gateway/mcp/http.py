@@ -23,16 +23,10 @@ from starlette.types import Receive, Scope, Send
 from services.gateway.errors import Overloaded
 from services.gateway.mcp.server import build_server
 from services.gateway.mcp.tools import Gateway
+from services.gateway.operators import bearer, client_address
 from shared.errors import PmError
 
 PATH = "/mcp"
-
-
-def bearer(request: Request) -> str | None:
-    auth = request.headers.get("authorization")
-    if auth and auth.lower().startswith("bearer "):
-        return auth[7:].strip()
-    return request.headers.get("x-api-key")
 
 
 class McpEndpoint:
@@ -46,7 +40,8 @@ class McpEndpoint:
         request = Request(scope, receive)
         state = request.app.state
         try:
-            record = await state.service.authenticate(bearer(request))
+            credential = bearer(request.headers.get("authorization"), request.headers.get("x-api-key"))
+            record = await state.service.authenticate(credential, client_address(request))
         except PmError as exc:
             await self._problem(exc, scope, receive, send)
             return
