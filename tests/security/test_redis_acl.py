@@ -168,6 +168,27 @@ def test_a_stage_may_see_whether_a_run_is_finished_but_not_finish_it(acl_redis, 
         assert refused(acl_redis, user, "SET", "pm:run:{r}:final", "{}")
 
 
+# Each run key and the users that write it (deploy/redis/users.acl.in); nobody else may
+# shorten its life: EXPIRE ... 0 deletes it.
+RUN_KEY_WRITERS = {
+    "meta": {"gateway"},
+    "state": {"planner"},
+    "steps": {"planner"},
+    "lock": {"planner"},
+    "final": {"verifier"},
+    "evidence": {"searcher", "verifier"},
+    "progress": {"searcher", "planner", "verifier"},
+}
+
+
+@pytest.mark.parametrize("user", SERVICES)
+def test_no_stage_may_expire_a_run_key_another_stage_writes(acl_redis, user):
+    for key, writers in RUN_KEY_WRITERS.items():
+        if user not in writers:
+            assert refused(acl_redis, user, "EXPIRE", f"pm:run:{{r}}:{key}", "0"), key
+            assert refused(acl_redis, user, "SET", f"pm:run:{{r}}:{key}", "{}"), key
+
+
 def test_the_answerer_may_not_write_a_runs_progress(acl_redis):
     answerer = acl_redis.redis_client("answerer")
     with pytest.raises(redis.exceptions.NoPermissionError):
