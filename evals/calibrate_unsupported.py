@@ -20,7 +20,7 @@ from pathlib import Path
 from cli.evaluation.drafts import admin_client, for_report
 from cli.evaluation.questions import load_questions
 from cli.evaluation.scoring import contains
-from services.verifier.service import MIN_CONTENT_WORDS
+from services.verifier.rules import MIN_CONTENT_WORDS
 from services.verifier.support import unsupported_words
 from shared.messages import EvidenceMessage
 from shared.settings import cli_settings

@@ -11,7 +11,11 @@ still need a full ``pmsearch eval``. ``--answerer`` also runs the answerer's cod
 again (attribution, and the statements :mod:`services.answerer.disagreement` adds), for
 drafts written before a change to it. Run from the repository root:
 
-    .venv/bin/python evals/replay_verifier.py var/eval/<stamp>/report.json [--answerer]
+    .venv/bin/python evals/replay_verifier.py var/eval/<stamp>/report.json [--answerer] [--verdicts FILE]
+
+``--verdicts FILE`` writes each run's verdict (outcome, kept sentences, removed ones with
+their reasons) as a JSON line, so that two versions of the verifier can be compared
+sentence by sentence (a refactor must leave every line the same).
 """
 
 from __future__ import annotations
@@ -56,7 +60,7 @@ def recited(question: str, draft: Draft, evidence: list[EvidenceMessage]) -> Dra
     return Draft(sentences=with_other_statements(question, whole, evidence))
 
 
-def main(report_path: str, answerer: bool = False) -> None:
+def main(report_path: str, answerer: bool = False, verdicts: Path | None = None) -> None:
     report = json.loads(Path(report_path).read_text())
     questions = {q.id: q for q in load_questions(Path(report["meta"]["set"]))}
     settings = cli_settings()
@@ -66,6 +70,7 @@ def main(report_path: str, answerer: bool = False) -> None:
     before: dict[str, list[RunRecord]] = {}
     after: dict[str, list[RunRecord]] = {}
     missing = 0
+    lines: list[str] = []
     for rec in report["questions"]:
         if rec["id"] not in questions:
             continue
@@ -78,6 +83,7 @@ def main(report_path: str, answerer: bool = False) -> None:
         if answerer and draft.draft is not None and draft.ending == "answer":
             draft = draft.model_copy(update={"draft": recited(draft.question, draft.draft, list(evidence.values()))})
         result = decide(draft, evidence, now=draft.usage.seconds).model_dump(mode="json")
+        lines.append(json.dumps(_verdict(rec, result), sort_keys=True))
         new = RunRecord(rec["id"], rec["strategy"], result["outcome"], rec.get("run_id"), result=result)
         before.setdefault(rec["strategy"], []).append(old)
         after.setdefault(rec["strategy"], []).append(new)
@@ -87,6 +93,8 @@ def main(report_path: str, answerer: bool = False) -> None:
         if was != now:
             label = "right" if q.answerable else "must-not"
             print(f"{rec['strategy']:11} {rec['id']:34} {label:8} {was} -> {now}")
+    if verdicts is not None:
+        verdicts.write_text("".join(line + "\n" for line in sorted(lines)))
     if missing:
         print(f"{missing} runs had no stored draft (expired or not answered by a draft)")
     print("| strategy | figure | before | after |")
@@ -100,5 +108,16 @@ def main(report_path: str, answerer: bool = False) -> None:
     print(json.dumps(figures))
 
 
+def _verdict(rec: dict, result: dict) -> dict:
+    answer = result.get("answer") or {}
+    return {
+        "id": rec["id"], "strategy": rec["strategy"], "outcome": result["outcome"],
+        "kept": [[s["text"], [c["message_id"] for c in s["citations"]]] for s in answer.get("sentences", [])],
+        "removed": [[r["text"], r["reason"], r.get("offending")] for r in result["trace"]["removed_sentences"]],
+    }
+
+
 if __name__ == "__main__":
-    main(sys.argv[1], answerer="--answerer" in sys.argv[2:])
+    args = sys.argv[2:]
+    out = Path(args[args.index("--verdicts") + 1]) if "--verdicts" in args else None
+    main(sys.argv[1], answerer="--answerer" in args, verdicts=out)

@@ -10,9 +10,9 @@ from hypothesis import strategies as st
 
 from services.verifier.decide import decide
 from services.verifier.normalize import normalize
-from services.verifier.service import unsupported_words, verify
+from services.verifier.service import verify
 from services.verifier.sources import Sources
-from services.verifier.support import _WORD, stem, stems_of
+from services.verifier.support import _WORD, stem, stems_of, unsupported_words
 from shared.messages import Draft
 from tests.services.verifier.factory import M1, M6, M6_BODY, evidence, message, request
 from tests.services.verifier.test_properties import SETTINGS

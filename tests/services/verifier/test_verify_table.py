@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import get_args
 
 import pytest
 
-from services.verifier.service import verify
-from shared.messages import Draft, DraftSentence
+from services.verifier.rules import REASON_OF, RULES
+from services.verifier.service import ANSWER_REASONS, verify
+from shared.messages import Draft, DraftSentence, EvidenceMessage, RemovalReason
 from tests.services.verifier.factory import FOREIGN, M1, M2, M3, M4, M5, M6, NEVER, evidence
+from tests.services.verifier.test_corrections import FIRST, RESENT
 
 ANY = object()
 
@@ -20,6 +23,8 @@ class Case:
     removed: list[tuple[str, object]] = field(default_factory=list)  # (reason, offending)
     # message_id -> (matched_quote, excerpt text or ANY, part) for the first kept sentence
     excerpts: dict[str, tuple[bool, object, str]] | None = None
+    question: str = ""
+    sources: dict[str, EvidenceMessage] | None = None  # the run's evidence, when not the factory's
 
 
 def text(t: str) -> Draft:
@@ -511,6 +516,41 @@ CASES: dict[str, Case] = {
         items(("The claim was accepted " + "and accepted " * 200 + ".", [M1])),
         removed=[("malformed", ANY)],
     ),
+    # ---------------------------------------------------------------- the question
+    "a sentence about another invoice than the one asked about": Case(
+        items(("The settlement is EUR 2,115.50.", [M5])), question="Was invoice INV-2024-0999 settled?",
+        removed=[("off_question", ANY)],
+    ),
+    "a sentence about the invoice asked about": Case(
+        items(("The settlement is EUR 2,115.50.", [M5])), question="Was invoice INV-2024-0173 settled?",
+        kept=[ANY],
+    ),
+    "a sentence that only repeats the question": Case(
+        items(("The Golf claim photos were received.", [M1])), question="What happened to the Golf claim photos?",
+        removed=[("restates_question", None)],
+    ),
+    "a sentence that answers in words of its source": Case(
+        items(("The Golf claim is accepted.", [M1])), question="What happened to the Golf claim photos?",
+        kept=[ANY],
+    ),
+    "an answer without the asked amount": Case(
+        items(("The claim is accepted.", [M1])), question="How much will the repair get paid?",
+        removed=[("asked_figure_missing", "an amount")],
+    ),
+    "an answer with the asked amount": Case(
+        items(("The repair costs of €1,200.50 will be paid.", [M1])), question="How much will the repair get paid?",
+        kept=[ANY],
+    ),
+    "a link only in a message its sender corrected": Case(
+        items(("Read the issue at https://logisticsweekly.example/issues/12.", [FIRST.message_id])),
+        question="Where can I read Logistics Weekly #12?", sources={m.message_id: m for m in (FIRST, RESENT)},
+        removed=[("superseded", ANY)],
+    ),
+    "a link of the correction": Case(
+        items(("Read the issue at https://logisticsweekly.example/issues/12-2024.", [RESENT.message_id])),
+        question="Where can I read Logistics Weekly #12?", sources={m.message_id: m for m in (FIRST, RESENT)},
+        kept=[ANY],
+    ),
     "url and e-mail stay whole": Case(
         text(f"Anna (anna.schmidt@insurer.example) wrote from https://insurer.example/claims/42. [{M1}]"),
         kept=["Anna (anna.schmidt@insurer.example) wrote from https://insurer.example/claims/42."],
@@ -520,7 +560,7 @@ CASES: dict[str, Case] = {
 
 @pytest.mark.parametrize("case", CASES.values(), ids=CASES.keys())
 def test_rule(case: Case) -> None:
-    verdict = verify(case.draft, evidence())
+    verdict = verify(case.draft, case.sources or evidence(), question=case.question)
 
     assert len(verdict.kept) == len(case.kept), verdict.model_dump()
     for got, want in zip(verdict.kept, case.kept):
@@ -545,6 +585,31 @@ def test_rule(case: Case) -> None:
 
 def test_table_is_large_enough() -> None:
     assert len(CASES) >= 60
+
+
+# For each reason, a case the rule lets through (the removed rows are found by reason).
+KEPT_BY = {
+    "empty_sentence": "cited claim is kept",
+    "malformed": "structured sentence with citation",
+    "no_citation": "cited claim is kept",
+    "unknown_citation": "marker mid-sentence",
+    "quote_not_found": "exact quote",
+    "figure_not_found": "amount as in the source",
+    "unsupported_claim": "cited claim is kept",
+    "off_question": "a sentence about the invoice asked about",
+    "restates_question": "a sentence that answers in words of its source",
+    "asked_figure_missing": "an answer with the asked amount",
+    "answer_removed": "a detail stays with the answer it completes",
+    "superseded": "a link of the correction",
+}
+
+
+def test_every_reason_has_exactly_one_rule_and_rows_it_removes_and_keeps() -> None:
+    reasons = [REASON_OF[rule] for rule in RULES] + list(ANSWER_REASONS)
+    assert sorted(reasons) == sorted(get_args(RemovalReason))  # each once
+    for reason in reasons:
+        assert any(r == reason for case in CASES.values() for r, _ in case.removed), reason
+        assert CASES[KEPT_BY[reason]].kept, reason
 
 
 def test_every_excerpt_is_cut_from_the_stored_source() -> None:

@@ -1,0 +1,210 @@
+"""The verifier's sentence rules: each a function of a sentence's facts
+(:class:`~.facts.SentenceFacts`) that returns a :class:`Removal` or None, each with the
+one removal reason it gives, in the order :data:`RULES` runs them. A sentence is kept
+when no rule removes it; the first rule that does names why.
+
+Adding a rule is: a function here, its rows in ``tests/services/verifier/test_rules.py``
+(a sentence it removes and one it keeps), and a line in :data:`RULES`. The rules that
+judge the whole answer (``answer_removed``, ``asked_figure_missing``) are in
+:mod:`.service`, which also documents every rule in its module docstring.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from services.verifier.facts import SentenceFacts
+from services.verifier.question import AMOUNT, WHEN
+from services.verifier.support import cached_stem, done_form
+from services.verifier.topic import MAX_OFFENDING_WORDS, off_question, off_topic
+from shared.messages import RemovalReason
+
+# Share of a sentence's content words that may be missing from its cited messages before
+# it is removed as an unsupported claim (strictly more is removed). Calibrated on the
+# labelled set with evals/calibrate_unsupported.py: 0.5 removed 2 of 20 sentences
+# answering questions that must not be answered, 0.3 removed 5 at the same cost (2 of 37
+# right sentences); 0.2 began removing right ones.
+UNSUPPORTED_THRESHOLD = 0.3
+# Sentences with fewer content words are not judged by that count, unless they deny
+# something: "No, your mailbox is not full" cited to a message that never mentions a
+# mailbox is a negation made up from absence, whatever its length.
+MIN_CONTENT_WORDS = 3
+# The longest answer sentence kept: far above any sentence a right answer has, far
+# below a page.
+MAX_SENTENCE_CHARS = 2000
+# Words of a "how much" / "when" question that ask rather than name what is asked of.
+_ASKING = frozenset(cached_stem(w) for w in "much many long need exactly".split())
+
+
+@dataclass(frozen=True)
+class Removal:
+    reason: RemovalReason
+    offending: str | None = None
+
+
+Rule = Callable[[SentenceFacts, float], Removal | None]
+
+
+def empty_sentence(f: SentenceFacts, threshold: float) -> Removal | None:
+    if not any(ch.isalnum() for ch in f.clean):
+        return Removal("empty_sentence")
+    return None
+
+
+def malformed(f: SentenceFacts, threshold: float) -> Removal | None:
+    """A citation entry that is no message id, or a sentence a page long: one would be
+    copied, with its excerpt, into the result, its events and every client's reply."""
+    if f.malformed:
+        return Removal("malformed", f.malformed[0])
+    if len(f.clean) > MAX_SENTENCE_CHARS:
+        return Removal("malformed", f"{len(f.clean)} characters")
+    return None
+
+
+def no_citation(f: SentenceFacts, threshold: float) -> Removal | None:
+    return None if f.cited else Removal("no_citation")
+
+
+def unknown_citation(f: SentenceFacts, threshold: float) -> Removal | None:
+    for message_id in f.cited:
+        if message_id not in f.sources:
+            return Removal("unknown_citation", message_id)
+    return None
+
+
+def off_question_rule(f: SentenceFacts, threshold: float) -> Removal | None:
+    """What the question pins down that the sources never name (:func:`.topic.off_question`);
+    the question's words the sentence repeats but its sources' threads never use
+    (:func:`.topic.off_topic`); what a "when" or "how much" question asks of, when the
+    sentence gives a figure and no cited thread names it (:func:`asked_of`)."""
+    offending = off_question(f.question, f.sources, list(f.cited), f.clean) if f.question else None
+    if offending is None:
+        offending = off_topic(f.question, f.content, f.sources, list(f.cited), f.own_words)
+    if offending is None and f.figures:
+        offending = asked_of(f)
+    return None if offending is None else Removal("off_question", offending)
+
+
+def quote_not_found(f: SentenceFacts, threshold: float) -> Removal | None:
+    missing = f.quotes.missing
+    return None if missing is None else Removal("quote_not_found", missing)
+
+
+def figure_not_found(f: SentenceFacts, threshold: float) -> Removal | None:
+    for figure in f.figures:
+        if not any(source.has_figure(figure) for source in f.cited_sources):
+            spelled = f.spelled(figure)
+            if spelled.casefold() in f.question.quarters:
+                continue  # the question's quarter, which its thread names (off_question)
+            return Removal("figure_not_found", spelled)
+    return None
+
+
+def superseded(f: SentenceFacts, threshold: float) -> Removal | None:
+    """What a sentence standing only on messages their senders corrected says that the
+    corrections do not (the old link, the old venue)."""
+    newer = {f.sources.correction_of(message_id) for message_id in f.cited}
+    if None in newer or newer & set(f.cited):
+        return None
+    corrections = [f.sources[message_id] for message_id in newer if message_id is not None]
+    for figure in f.figures:
+        if not any(source.has_figure(figure) for source in corrections):
+            return Removal("superseded", f.spelled(figure))
+    for word, word_stem in f.content:
+        if word_stem in f.found and word_stem not in f.question.words and not any(
+            source.has_word(word, word_stem) for source in corrections
+        ):
+            return Removal("superseded", word)
+    return None
+
+
+def unsupported_claim(f: SentenceFacts, threshold: float) -> Removal | None:
+    """More than ``threshold`` of its claim's words missing from its cited messages (any
+    missing, for a denial), once it is long enough to count; or a "yes" that says the
+    asked act happened on mail that names it only as something to do."""
+    if not f.translated and (len(f.content) >= MIN_CONTENT_WORDS or (f.negated and f.content)):
+        missing = [word for word, word_stem in f.claim if word_stem not in f.found]
+        if (f.negated and missing) or (f.claim and len(missing) / len(f.claim) > threshold):
+            return Removal("unsupported_claim", " ".join(missing[:MAX_OFFENDING_WORDS]))
+    # "Yes, we paid Fabrikam" cannot stand on "Payment within 30 days, please": where the
+    # cited mail names the act it must say it in the past. Mail that does not name it at
+    # all is paraphrase, which the count above judges. Only the question's main clause is
+    # its act: "after we sent the photos" is its premise, not what the answer must show.
+    if f.question.acts and not f.negated:
+        for word, word_stem in f.content:
+            if (
+                word_stem in f.question.acts
+                and done_form(word.casefold())
+                and word_stem in f.found
+                and not any(source.says_done(word_stem) for source in f.cited_sources)
+            ):
+                return Removal("unsupported_claim", word)
+    return None
+
+
+def restates_question(f: SentenceFacts, threshold: float) -> Removal | None:
+    """An answer to a question that is not yes/no says something of its own: "We agreed
+    with Contoso about the damaged pallet." or a sender's name alone answers nothing."""
+    question = f.question
+    if question.words and not question.polar and not f.adds and not f.quotes.quoted:
+        return Removal("restates_question")
+    return None
+
+
+def asked_of(f: SentenceFacts) -> str | None:
+    """The words naming what a "when" or "how much" question asks of, when no cited
+    thread holds any of them. The date of Alice's "flying to Hamburg on 23 April" is no
+    time to be at the airport, nor a freight quote's price what the movers charge: a
+    figure is an answer only about what the question asks of. Names and months are
+    checked as such (:func:`.topic.off_question`), and what "how much VAT" asks of by the
+    check of the asked figure; mail in another language is judged by its figures alone."""
+    question = f.question
+    if question.asks not in (WHEN, AMOUNT) or question.amount_of:
+        return None
+    named = {cached_stem(n) for n in (*question.names, *question.months)}
+    subject = sorted(question.words - named - _ASKING)
+    if not subject or not any(source.english for source in f.cited_sources):
+        return None
+    context = f.sources.threads_of(list(f.cited))
+    if any(source.has_word(w, w) for w in subject for source in context):
+        return None
+    return " ".join(subject[:MAX_OFFENDING_WORDS])
+
+
+# The one reason each rule gives.
+REASON_OF: dict[Rule, RemovalReason] = {
+    empty_sentence: "empty_sentence",
+    malformed: "malformed",
+    no_citation: "no_citation",
+    unknown_citation: "unknown_citation",
+    off_question_rule: "off_question",
+    quote_not_found: "quote_not_found",
+    figure_not_found: "figure_not_found",
+    superseded: "superseded",
+    unsupported_claim: "unsupported_claim",
+    restates_question: "restates_question",
+}
+
+RULES: tuple[Rule, ...] = (
+    empty_sentence,
+    malformed,
+    no_citation,
+    unknown_citation,
+    off_question_rule,
+    quote_not_found,
+    figure_not_found,
+    superseded,
+    unsupported_claim,
+    restates_question,
+)
+
+
+def first_removal(f: SentenceFacts, threshold: float = UNSUPPORTED_THRESHOLD) -> Removal | None:
+    """Why the sentence goes (the first rule that removes it), or None when it stays."""
+    for rule in RULES:
+        removal = rule(f, threshold)
+        if removal is not None:
+            assert removal.reason == REASON_OF[rule], rule.__name__  # one reason per rule
+            return removal
+    return None
