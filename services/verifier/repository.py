@@ -123,7 +123,7 @@ class Repository:
                 result = earlier
             await self.store.announce(result, deadline)
             await self.store.mark_published(run_id, token)
-            await self.store.release_evidence(run_id)
+            await self.store.release_kept(run_id)
         except RedisError as exc:
             raise StoreError(f"cannot write the result of run {run_id}: {exc}") from exc
         return True

@@ -322,10 +322,14 @@ class RunStore:
             await self.redis.set(streams.final_key(result.run_id), result.model_dump_json(), nx=True, ex=self.retention)
         )
 
-    async def release_evidence(self, run_id: str) -> None:
-        """The run has its result: its evidence need only outlive the working margin
-        (replays of recent drafts), not the hours kept for a late verification."""
-        await self.redis.expire(streams.evidence_key(run_id), WORK_MARGIN_SECONDS, lt=True)
+    async def release_kept(self, run_id: str) -> None:
+        """The run has its result: its evidence and the planner's snapshot need only
+        outlive the working margin (replays of recent drafts), not the hours they are
+        kept for a late draft."""
+        async with self.redis.pipeline(transaction=False) as pipe:
+            pipe.expire(streams.evidence_key(run_id), WORK_MARGIN_SECONDS, lt=True)
+            pipe.expire(streams.snapshot_key(run_id), WORK_MARGIN_SECONDS, lt=True)
+            await pipe.execute()
 
     async def announce(self, result: RunResult, deadline: float | None) -> None:
         """The run's ``answer`` (if any) and ``done`` progress entries: wake-ups for the

@@ -169,11 +169,12 @@ def test_a_stage_may_see_whether_a_run_is_finished_but_not_finish_it(acl_redis, 
 
 
 # Each run key and the users that write it (deploy/redis/users.acl.in); nobody else may
-# shorten its life: EXPIRE ... 0 deletes it.
+# shorten its life: EXPIRE ... 0 deletes it. The verifier shortens the snapshot it reads
+# once the run has its result.
 RUN_KEY_WRITERS = {
     "meta": {"gateway"},
     "state": {"planner"},
-    "steps": {"planner"},
+    "steps": {"planner", "verifier"},
     "lock": {"planner"},
     "final": {"verifier"},
     "evidence": {"searcher", "verifier"},

@@ -105,8 +105,20 @@ async def test_evidence_lives_hours_until_the_result_then_the_working_margin(red
     deadline = time.time() + 30
     await store.add_evidence(run, 1, {"m1": message("m1")}, deadline)
     assert 30 + EVIDENCE_KEEP_SECONDS - 5 <= await redis.ttl(streams.evidence_key(run)) <= 31 + EVIDENCE_KEEP_SECONDS
-    await store.release_evidence(run)
+    await store.release_kept(run)
     assert WORK_MARGIN_SECONDS - 5 <= await redis.ttl(streams.evidence_key(run)) <= WORK_MARGIN_SECONDS
+
+
+async def test_the_snapshot_of_a_run_handed_on_lives_as_long_as_its_evidence_until_the_result(redis) -> None:
+    # The watchdog reads it to wait for the run's draft (services/gateway/watchdog.py).
+    store, run = RunStore(redis), run_id()
+    deadline = time.time() + 30
+    async with store.held_state(run, RunMeta) as held:
+        held.save(meta(run), RunSnapshot(handed_off_at=time.time()), deadline)
+    assert 30 + EVIDENCE_KEEP_SECONDS - 5 <= await redis.ttl(streams.snapshot_key(run)) <= 31 + EVIDENCE_KEEP_SECONDS
+    assert await redis.ttl(streams.state_key(run)) <= 31 + WORK_MARGIN_SECONDS
+    await store.release_kept(run)
+    assert WORK_MARGIN_SECONDS - 5 <= await redis.ttl(streams.snapshot_key(run)) <= WORK_MARGIN_SECONDS
 
 
 async def test_evidence_is_stored_once_and_announced_once(redis) -> None:
