@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import re
 
+from shared.text import calendar
+
 TIME, DATE, WHEN, AMOUNT, PLACE, PERSON, CONTACT, LINK, ACCOUNT = (
     "time", "date", "when", "amount", "place", "person", "contact", "link", "account"
 )
@@ -56,9 +58,9 @@ _PARTS = re.compile(
     r"\?\s*|,?\s+and\s+(?=(?:how|when|what|who|where|which|by when)\b)|,\s*(?=(?:how|when|what|who|where|which)\b)"
 )
 
-MONTH_NAMES = tuple("january february march april may june july august september october november december".split())
-WEEKDAY_NAMES = tuple("monday tuesday wednesday thursday friday saturday sunday".split())
-_MONTHS = "jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec|" + "|".join(m for m in MONTH_NAMES if m != "may")
+MONTH_NAMES = calendar.MONTH_NAMES["en"]
+WEEKDAY_NAMES = calendar.WEEKDAY_NAMES["en"]
+_MONTHS = "|".join([*(a for a, _ in calendar.MONTH_ABBREVIATIONS["en"]), "may", *(m for m in MONTH_NAMES if m != "may")])
 _DAYS = "|".join(WEEKDAY_NAMES) + "|today|tomorrow|tonight"
 _TIME_SHAPE = re.compile(r"\b\d{1,2}[:.h]\d{2}\b|\b\d{1,2}\s?(?:am|pm|a\.m\.|p\.m\.|uhr|o'clock)|\bnoon\b|\bmidnight\b")
 _DATE_SHAPE = re.compile(

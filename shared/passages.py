@@ -28,6 +28,7 @@ from shared.fencing import Fence
 from shared.mail_parts import forwarded, split_mail
 from shared.messages import DraftSentence, EvidenceMessage
 from shared.steering import steers, without_steering
+from shared.text.words import prefix_stems
 from shared.textcache import cached_text
 from shared.tools import one_of, tool_prompt_text
 
@@ -43,12 +44,6 @@ SUBJECT_CHARS = 70
 COVER_NOTE_CHARS = 300  # a body this short in front of an attachment only announces it
 
 _WORD = re.compile(r"\w+", re.UNICODE)
-_STOP = frozenset(
-    """a an and are as at be been but by can could did do does for from had has have he her his how i if
-    in into is it its me my no not of on or our she so than that the their them then there these they this
-    to was we were what when where which who why will with would you your about after before any all
-    email emails mail mails message messages based give tell please""".split()
-)
 # Greetings carry nothing a question asks about.
 _GREETING = re.compile(
     r"^(?:dear|hi|hello|hallo|hey|good (?:morning|afternoon)|bonjour|salut|guten (?:morgen|tag))\b[^\n]{0,60},?\s*$",
@@ -61,18 +56,12 @@ _BLANKS = re.compile(r"\n\s*\n+")
 _SPACES = re.compile(r"[ \t]+")
 
 
-def stems(text: str) -> set[str]:
-    """Content words cut to a five-letter prefix: crude, symmetric, enough to match
-    "accepted" with "acceptance"."""
-    return {w[:5] for w in (t.casefold() for t in _WORD.findall(text)) if len(w) > 2 and w not in _STOP}
-
-
 def _ranking_stems(text: str) -> set[str]:
-    """:func:`stems` for ranking, with each code (INV-2024-0173) one word: cut at its
+    """:func:`~shared.text.words.prefix_stems` for ranking, with each code (INV-2024-0173) one word: cut at its
     hyphens, every invoice of 2024 shares "inv" and "2024" with the question, and an
     invoice of the same year outranked the reply saying the asked one was paid."""
     codes = {m.group().casefold() for m in asked.CODE.finditer(text)}
-    return stems(asked.CODE.sub(" ", text)) | codes if codes else stems(text)
+    return prefix_stems(asked.CODE.sub(" ", text)) | codes if codes else prefix_stems(text)
 
 
 @lru_cache(maxsize=8192)

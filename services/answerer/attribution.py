@@ -24,12 +24,15 @@ from dataclasses import dataclass
 from datetime import date
 
 from shared.messages import EvidenceMessage
-from shared.passages import own_text, sender_name, stems
+from shared.passages import own_text, sender_name
+from shared.text import calendar
+from shared.text.quotes import extract_quotes
+from shared.text.words import prefix_stems as stems
 from shared.textcache import cached_text
 
 MAX_SOURCES = 1  # see the module docstring
 FIGURE_WEIGHT = 3  # a shared amount or code says more than a shared word
-# Words that join a sentence and name nothing (as :func:`shared.passages.stems` cuts
+# Words that join a sentence and name nothing (as :func:`shared.text.words.prefix_stems` cuts
 # them): that one message says "because" is no sign it says the sentence.
 _FUNCTION_WORDS = frozenset(
     "becau since altho thoug while unles wheth also just still even only very same other some".split()
@@ -40,18 +43,7 @@ _FIGURE = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+|https?://\S+|\b[\w/-]*\d[\w/
 
 
 # English and German month names and their abbreviations ("1. April", "3 Mar.").
-_MONTH_NUMBER = {
-    name: n
-    for n, names in enumerate(
-        (
-            "january jan januar", "february feb februar", "march mar märz", "april apr", "may mai",
-            "june jun juni", "july jul juli", "august aug", "september sep sept",
-            "october oct oktober okt", "november nov", "december dec dezember dez",
-        ),
-        1,
-    )
-    for name in names.split()
-}
+_MONTH_NUMBER = calendar.month_numbers("en", "de")
 _MONTH = rf"({'|'.join(sorted(_MONTH_NUMBER, key=len, reverse=True))})\b\.?"
 _DAY = r"(\d{1,2})(?:st|nd|rd|th|\.)?"
 # "19 April 2024", "April 19, 2024", "2024-04-19": the date is one figure. Read as two
@@ -100,16 +92,15 @@ def figures(text: str) -> set[str]:
     return out
 
 
-_QUOTE = re.compile(r'"([^"]{3,})"|“([^”]{3,})”|„([^“”]{3,})[“”]')
-
-
 def _flat(text: str) -> str:
     return " ".join(unicodedata.normalize("NFKC", text).casefold().split())
 
 
 def quotes(text: str) -> set[str]:
-    """The phrases ``text`` quotes, case and spacing folded."""
-    return {_flat(next(g for g in m.groups() if g)) for m in _QUOTE.finditer(text)} - {""}
+    """The phrases ``text`` quotes (:func:`shared.text.quotes.extract_quotes`, as the
+    verifier reads them), case and spacing folded; a phrase of under three characters
+    tells no source from another."""
+    return {flat for q in extract_quotes(text) for flat in [_flat(q.text)] if len(flat) >= 3}
 
 
 @dataclass(frozen=True)

@@ -30,7 +30,8 @@ from services.answerer.statements import attachment_sentences, quotable, sentenc
 from services.answerer.values import details, given
 from shared import asked
 from shared.messages import DraftSentence, EvidenceMessage
-from shared.passages import sender_name, stems
+from shared.passages import sender_name
+from shared.text.words import prefix_stems as stems
 
 # A sentence the answer is made from shares at least this many of the answer's
 # content words (stems) with it.

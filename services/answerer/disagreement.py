@@ -24,18 +24,19 @@ from services.answerer.statements import quotable, sentences, statement
 from services.answerer.values import amounts, dates
 from shared import asked
 from shared.messages import DraftSentence, EvidenceMessage
-from shared.passages import stems
+from shared.text import calendar
+from shared.text.words import prefix_stems as stems
 
 MAX_ADDED = 2
 
 _WORD = re.compile(r"[^\W\d_][\w&-]*")
+_ABBREVIATED = [a for a, _ in (*calendar.MONTH_ABBREVIATIONS["en"], *calendar.WEEKDAY_OTHER_NAMES["en"])]
 _NOT_NAME = re.compile(
-    r"i|q[1-4]|(?:jan|feb|mar|apr|jun|jul|aug|sept?|oct|nov|dec|mon|tues?|wed|thu|thurs|fri|sat|sun)\.?"
-    r"|january|february|march|april|may|june|july|august|september|october|november|december"
-    r"|monday|tuesday|wednesday|thursday|friday|saturday|sunday",
+    rf"i|q[1-4]|(?:{'|'.join(_ABBREVIATED)})\.?"
+    rf"|{'|'.join(calendar.MONTH_NAMES['en'])}|{'|'.join(calendar.WEEKDAY_NAMES['en'])}",
     re.I,
 )
-# Words that ask rather than name what the question is about (as shared.passages.stems
+# Words that ask rather than name what the question is about (as shared.text.words.prefix_stems
 # cuts them).
 _ASKING = stems("much many long often get got say said tell know check look find see")
 

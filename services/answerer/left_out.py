@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from services.answerer.details import MIN_SHARED, left_out_part
 from services.answerer.statements import quotable, sentences, statement
 from shared.messages import DraftSentence, EvidenceMessage
-from shared.passages import stems
+from shared.text.words import prefix_stems as stems
 
 
 def left_out_statement(

@@ -40,6 +40,7 @@ from shared.messages import (
     VerificationRequested,
 )
 from shared.runstore import RunStore
+from shared.text.words import prefix_stems
 
 
 class Answerer:
@@ -190,13 +191,13 @@ def answering(question: str, written: list[DraftSentence]) -> tuple[list[DraftSe
 def _addresses(question: str, before: list[str], sentence: str) -> bool:
     """Whether a later answer sentence answers the question rather than padding it
     (see :meth:`Answerer._cite`)."""
-    wanted = P.stems(question)
-    own = P.stems(sentence)
+    wanted = prefix_stems(question)
+    own = prefix_stems(sentence)
     if len(own & wanted) >= min(len(wanted), max(2, len(wanted) // 2)):
         return True
     if len(asked.missing(question, [*before, sentence])) < len(asked.missing(question, before)):
         return True
     if set(asked.codes(sentence)) - set(asked.codes(" ".join([question, *before]))):
         return False  # a code nothing before names is another thing's: "claim CLM-2023-48810 was settled"
-    subject = {w for w in (own & P.stems(before[0])) - wanted - _NOT_A_SUBJECT if not w.isdigit()}
+    subject = {w for w in (own & prefix_stems(before[0])) - wanted - _NOT_A_SUBJECT if not w.isdigit()}
     return bool(_DIGIT.search(sentence)) and bool(subject)

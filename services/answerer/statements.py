@@ -13,9 +13,8 @@ from datetime import datetime
 
 from shared.messages import DraftSentence, EvidenceMessage
 from shared.passages import own_text, sender_name
+from shared.text.sentences import prose_sentences, table_sentences
 
-# A sentence ends at ".", "!" or "?" before a space (not inside "1,520.00"), or a line.
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
 # Longer, it is a page, not a sentence: copied whole from a stranger's unpunctuated text,
 # it would fill the answer, the result, the progress stream and the draft.
 MAX_STATEMENT_CHARS = 1000
@@ -25,46 +24,13 @@ _QUOTES = re.compile('["“”„\\[\\]]')
 
 def sentences(m: EvidenceMessage) -> list[str]:
     """The sentences of the message's own text (no quoted parent, signature or steering)."""
-    return _split(own_text(m.body))
+    return prose_sentences(own_text(m.body))
 
 
 def attachment_sentences(m: EvidenceMessage) -> list[str]:
-    """The sentences of the message's attachments; a table's row (a line with "|", or
-    any line of a CSV file) is one, after its header row and an ellipsis ("KPI | March |
-    February ... On-time delivery | 94.1% | 95.6%"): a figure in a table means nothing
-    without its column."""
-    out: list[str] = []
-    for attachment in m.attachments:
-        csv = attachment.name.casefold().endswith((".csv", ".tsv"))
-        header: str | None = None
-        prose: list[str] = []
-        for line in attachment.text.splitlines():
-            if not (csv and line.strip()) and "|" not in line:
-                header = None
-                prose.append(line)
-                continue
-            out.extend(_split("\n".join(prose)))
-            prose = []
-            row = line.strip()
-            if header is None:
-                header = row
-                out.append(row)
-            else:
-                out.append(f"{header} ... {row}")
-        out.extend(_split("\n".join(prose)))
-    return out
-
-
-# A line that starts a list item ("- Forklift training certificates renewed", "2) ...").
-_ITEM = r"[ \t]*(?:[-*•–]|\d{1,2}[.)])[ \t]"
-
-
-def _split(text: str) -> list[str]:
-    # A wrapped line goes on with the next; a blank line, a sentence end or a list item
-    # stops it: each item of a list states its own thing ("- Forklift training
-    # certificates renewed" / "- Two new pickers start Monday" is not one sentence).
-    text = re.sub(rf"(?<![.!?:\n])\n(?!\n|{_ITEM})", " ", text)
-    return [s.strip() for s in _SENTENCE_END.split(text) if s.strip()]
+    """The sentences of the message's attachments, a table's row with its header
+    (:func:`shared.text.sentences.table_sentences`)."""
+    return [s for attachment in m.attachments for s in table_sentences(attachment.name, attachment.text)]
 
 
 def quotable(sentence: str) -> bool:

@@ -7,9 +7,11 @@ from __future__ import annotations
 import re
 
 from shared import asked
+from shared.text import calendar
 
-_MONTHS = {m: i + 1 for i, m in enumerate("jan feb mar apr may jun jul aug sep oct nov dec".split())}
-_MONTH = r"(jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?"
+# A month by its first three letters ("Sept.", "March").
+_MONTHS = {name[:3]: n for n, name in enumerate(calendar.MONTH_NAMES["en"], 1)}
+_MONTH = rf"({'|'.join(_MONTHS)})[a-z]*\.?"
 _DAY_MONTH = re.compile(rf"\b(\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?{_MONTH}(?![a-z])", re.I)
 _MONTH_DAY = re.compile(rf"\b{_MONTH}\s+(\d{{1,2}})(?:st|nd|rd|th)?\b", re.I)
 _ISO = re.compile(r"\b\d{4}-(\d{2})-(\d{2})\b")
@@ -29,7 +31,7 @@ _PHONE = re.compile(r"\+?\d[\d /-]{6,}\d")
 # time (the modal "may" is not one).
 _MONTH_ALONE = re.compile(
     r"\b(?:in|from|until|till|by|since|before|after|of|mid-?|early|late)\s+"
-    r"(january|february|march|april|may|june|july|august|september|october|november|december)\b",
+    rf"({'|'.join(calendar.MONTH_NAMES['en'])})\b",
     re.I,
 )
 _NUMBER = re.compile(r"\d+")

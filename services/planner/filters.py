@@ -11,10 +11,13 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from shared.text import calendar
+
 _WORD = re.compile(r"[a-z0-9]{3,}")
 _DATEISH = re.compile(
-    r"\b(19|20)\d\d\b|\b\d{1,2}[./-]\d{1,2}\b|\b(jan(uary)?|feb(ruary)?|mar(ch)?|apr(il)?|may|june?|july?|aug(ust)?|sep(t(ember)?)?|oct(ober)?|nov(ember)?|dec(ember)?)\b"
-    r"|\b(today|yesterday|week|month|year|quarter|since|until|(mon|tues|wednes|thurs|fri|satur|sun)day)\b",
+    r"\b(19|20)\d\d\b|\b\d{1,2}[./-]\d{1,2}\b"
+    rf"|\b({'|'.join(calendar.month_numbers('en'))})\b"
+    rf"|\b(today|yesterday|week|month|year|quarter|since|until|{'|'.join(calendar.WEEKDAY_NAMES['en'])})\b",
     re.I,
 )
 # Words of an address that say nothing about who sent it.

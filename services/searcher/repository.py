@@ -20,19 +20,15 @@ from services.searcher.index.base import ChunkPayload, IndexFilter, IndexMode, M
 from shared.filters import Narrowing
 from shared.messages import Contact, EvidenceAttachment, EvidenceMessage, Hit
 from shared.scope import Scope
+from shared.text.words import STOP_WORDS
 
 SNIPPET_CHARS = 240
 # Characters of one message (body, then attachments) a run's evidence, an observation or
 # a tool's reply holds (PM_EVIDENCE_MAX_CHARS): what a run reads of a 2 MB message, and
 # what verifying a sentence against it costs, stay bounded (docs/design.md, "Memory").
 EVIDENCE_MAX_CHARS = 32_000
-# Words not worth highlighting in a snippet (they carry no match signal either: the
-# keyword index drops them too).
-_STOPWORDS = frozenset(
-    "a an and are as at be but by did do does for from had has have he her his how i if in into is it its "
-    "me my no not of on or our she so than that the their them then there these they this to was we were "
-    "what when where which who why will with you your".split()
-)
+# Words not worth highlighting in a snippet are the stop words (they carry no match signal
+# either: the keyword index drops them too).
 _WORD = re.compile(r"[\w][\w.@-]*[\w]|\w", re.UNICODE)
 # C0/C1 controls and bidi overrides: invisible in a one-line snippet, or worse (terminal
 # escapes, text that reads in another order than it is stored).
@@ -92,7 +88,7 @@ def scope_filter(scope: Scope, narrowing: Narrowing | None = None, **extra: obje
 def mark_snippet(text: str, query: str, width: int = SNIPPET_CHARS) -> str:
     """A window of ``text`` around the first query term, as an HTML fragment: the mail
     text escaped, then query terms wrapped in <mark> (the only tag it can hold)."""
-    terms = {t.casefold() for t in _WORD.findall(query) if len(t) > 1} - _STOPWORDS
+    terms = {t.casefold() for t in _WORD.findall(query) if len(t) > 1} - STOP_WORDS
     flat = " ".join(_CONTROL.sub(" ", text).split())
     first = None
     for m in _WORD.finditer(flat):

@@ -10,7 +10,6 @@ import time
 from collections.abc import Mapping
 from datetime import UTC
 
-from services.verifier.citations import find_markers
 from services.verifier.outcome import SNIPPET_CHARS, degraded_hits, model_note, reason_code
 from services.verifier.service import UNSUPPORTED_THRESHOLD, Verdict, verify
 from services.verifier.trace import REMOVED_CHARS, checked_trace, checked_usage
@@ -27,6 +26,7 @@ from shared.messages import (
     VerificationRequested,
 )
 from shared.steering import unverified
+from shared.text.citations import find_markers
 
 log = logging.getLogger("pmsearch.verifier")
 

@@ -11,11 +11,7 @@ import re
 from dataclasses import dataclass
 from functools import cached_property
 
-from services.verifier.amounts import as_amount
-from services.verifier.figures import Figure, normalize_figures, sentence_figures
-from services.verifier.normalize import Normalized
 from services.verifier.question import AMOUNT, WHEN, Pinned, gives, gives_contact
-from services.verifier.quotes import extract_quotes
 from services.verifier.sources import Source, Sources
 from services.verifier.support import (
     CONTACT_WORDS,
@@ -23,9 +19,13 @@ from services.verifier.support import (
     WHEN_WORDS,
     blank_figures,
     content_words,
-    in_english,
 )
 from shared.messages import Citation
+from shared.text.amounts import as_amount
+from shared.text.figures import Figure, normalize_figures, sentence_figures
+from shared.text.normalize import Normalized
+from shared.text.quotes import extract_quotes
+from shared.text.words import in_english
 
 _WORD = re.compile(r"\w+")
 _NEGATION = re.compile(r"\b(?:no|not|never|none|nothing|cannot)\b|n't\b", re.I)

@@ -15,19 +15,17 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from services.verifier import figures
 from services.verifier.support import content_words
 from shared import asked
+from shared.text import calendar, figures
 
 _SENTENCE = re.compile(r"[^.?!]+")
 _WORD = re.compile(r"[^\W\d_][\w&]*(?:-[\w&]+)*(?:['’]s\b)?")
 # A domain or address the question names (invoice-check.example, jobs@acme.example).
 _DOMAIN = re.compile(r"\b[\w.+-]+@[\w-]+(?:\.[\w-]+)+\b|\b[\w-]+(?:\.[\w-]+)*\.[a-z]{2,}\b")
 
-MONTHS = (
-    "january february march april may june july august september october november december"
-).split()
-_MONTH_ABBR = {m[:3]: m for m in MONTHS} | {"sept": "september"}
+MONTHS = list(calendar.MONTH_NAMES["en"])
+_MONTH_ABBR = {a: MONTHS[n - 1] for a, n in calendar.MONTH_ABBREVIATIONS["en"]} | {"may": "may"}
 
 # Capitalised words that name nothing in the mail: the asker, courtesy, question words
 # that start a clause after a comma.
@@ -76,13 +74,12 @@ FIGURE_KINDS = {
 # "tomorrow" do not: they are the mail's, not the reader's ("the VAT return was filed
 # today" does not say when the VAT comes off the account, nor which day that was).
 # French and German days and months say when as well ("am Montag", "en juin").
+# Not French "mars" alone (also the planet, the chocolate bar).
 _WHEN_WORDS = re.compile(
-    r"\b(monday|tuesday|wednesday|thursday|friday|saturday|sunday|"
-    r"lundi|mardi|mercredi|jeudi|vendredi|samedi|dimanche|"
-    r"montag|dienstag|mittwoch|donnerstag|freitag|samstag|sonnabend|sonntag|"
-    + "|".join(MONTHS)
-    + "|janvier|février|avril|juin|juillet|août|septembre|octobre|novembre|décembre"
-    + "|januar|februar|märz|juni|juli|oktober|dezember"
+    r"\b("
+    + "|".join(sorted(set(calendar.weekday_numbers("en", "fr", "de", abbreviations=False)) | {"sonnabend"}))
+    + "|"
+    + "|".join(sorted(set(calendar.month_numbers("en", "fr", "de", abbreviations=False)) - {"mars"}))
     + r")s?\b"
 )
 

@@ -16,9 +16,9 @@ from dataclasses import dataclass
 
 from services.verifier.facts import SentenceFacts
 from services.verifier.question import AMOUNT, WHEN
-from services.verifier.support import cached_stem, done_form
 from services.verifier.topic import MAX_OFFENDING_WORDS, off_question, off_topic
 from shared.messages import RemovalReason
+from shared.text.words import cached_stem, done_form
 
 # Share of a sentence's content words that may be missing from its cited messages before
 # it is removed as an unsupported claim (strictly more is removed). Calibrated on the

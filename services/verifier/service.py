@@ -77,15 +77,12 @@ else the passage of that message sharing the most words with the sentence.
 from __future__ import annotations
 
 import dataclasses
-import re
 from collections.abc import Mapping
 
-from services.verifier.citations import parse_structured, strip_markers
 from services.verifier.facts import SentenceFacts
 from services.verifier.question import Pinned, gives, pinned
 from services.verifier.rules import UNSUPPORTED_THRESHOLD, first_removal
 from services.verifier.sources import Sources
-from services.verifier.splitter import split_sentences
 from shared.messages import (
     Answer,
     AnswerSentence,
@@ -96,14 +93,9 @@ from shared.messages import (
     RemovalReason,
     RemovedSentence,
 )
-
-_WORD = re.compile(r"\w+")
-_STOPWORDS = frozenset(
-    """a an and are as at be been but by did do does for from had has have he her his i if
-    in into is it its me my no not of on or our she so than that the their them then there
-    they this to was we were what when which who will with would you your""".split()
-)
-
+from shared.text.citations import parse_structured, strip_markers
+from shared.text.sentences import split_sentences
+from shared.text.words import STOP_WORDS, WORD
 
 # The reasons the answer as a whole gives (in verify()); every other is a sentence rule's
 # (services/verifier/rules.py).
@@ -140,7 +132,7 @@ def _units(draft: Draft) -> list[tuple[str, list[str], list[str], bool, int | No
 
 def _content_words(norm_text: str) -> frozenset[str]:
     return frozenset(
-        w for w in _WORD.findall(norm_text) if w not in _STOPWORDS and (len(w) > 1 or w.isdigit())
+        w for w in WORD.findall(norm_text) if w not in STOP_WORDS and (len(w) > 1 or w.isdigit())
     )
 
 

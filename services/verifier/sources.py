@@ -19,15 +19,15 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from itertools import islice
 
-from services.verifier import amounts, figures
 from services.verifier.corrections import corrected_by
-from services.verifier.normalize import Normalized, find_phrase, normalize, normalize_with_map
 from services.verifier.question import MONTHS
-from services.verifier.support import cached_stem, done_form, in_english
 from shared.mail_parts import Kind, blank_except, split_mail
 from shared.messages import EvidenceMessage, Excerpt
 from shared.passages import own_text
 from shared.steering import blanked
+from shared.text import amounts, figures
+from shared.text.normalize import Normalized, find_phrase, normalize, normalize_with_map
+from shared.text.words import cached_stem, done_form, in_english
 
 _WORD = re.compile(r"\w+")
 # A forwarded message's header line inside a body, not a quoted reply's ("> From: ").

@@ -16,27 +16,10 @@ import re
 from collections.abc import Iterable
 from datetime import date
 
-from services.verifier.figures import Figure, normalize_figures, sentence_figures
-from services.verifier.normalize import is_word_char, normalize
-
-_WORD = re.compile(r"\w+")
-# Words of two letters or more without digits or "_" (a word holding a digit is a figure
-# or part of one: the figures check owns it).
-_LETTERS = re.compile(r"\b[^\W\d_]{2,}\b")
-
-STOPWORDS = frozenset(
-    """a about above after again against all also am an and any are as at be because been
-    before being below between both but by can cannot could did do does doing done down
-    during each either else even ever every few for from further had has have having he her
-    here hers herself him himself his how however i if in into is it its itself just me
-    might more most must my myself neither nor not now of off on once only or other our
-    ours ourselves out over own per same shall she should since so some such than that the
-    their theirs them themselves then there these they this those through thus to too under
-    until up upon us very via was we were what whatever when where whether which while who
-    whom whose why will with within without would yet you your yours yourself yourselves
-    ll ve re don doesn didn isn aren wasn weren hasn haven hadn won wouldn shouldn couldn
-    mustn let lets""".split()
-)
+from shared.text import calendar
+from shared.text.figures import Figure, normalize_figures, sentence_figures
+from shared.text.normalize import is_word_char, normalize
+from shared.text.words import LETTERS, STOP_WORDS, WORD, cached_stem, stem, stems_of
 
 # Words an answer adds when it reports what a mail says, without claiming anything the
 # mail must contain: the mail itself ("email", "message"), the act of writing or
@@ -59,61 +42,6 @@ FIGURE_WORDS = frozenset(
     pct amount amounts""".split()
 )
 
-_MIN_STEM = 3
-
-# Irregular past forms that paraphrase meets most ("we paid" / "the payment").
-_IRREGULAR = {
-    "paid": "pay", "made": "make", "bought": "buy", "sold": "sell", "gave": "give", "given": "give",
-    "got": "get", "went": "go", "gone": "go", "took": "take", "taken": "take", "came": "come", "found": "find", "kept": "keep",
-    "left": "leave", "met": "meet", "held": "hold", "brought": "bring", "spent": "spend",
-    "built": "build", "sent": "send", "won": "win", "lost": "lose", "chose": "choose", "chosen": "choose",
-}
-
-
-def done_form(word: str) -> bool:
-    """Whether ``word`` (lower case) is a past form: an irregular one ("paid", "sent") or
-    one in -ed ("accepted"). A past form says an act happened; "payment" does not."""
-    return word in _IRREGULAR or (word.endswith("ed") and len(word) > _MIN_STEM + 2)
-
-
-def stem(word: str) -> str:
-    """A light English stem: one inflection (-s, -es, -ies, -ed, -ied, -ing), then one
-    derivational suffix (-ation, -ion, -ment, -ness, -ance, -ence, -able, -er, -ly),
-    then a final -e and a doubled final consonant. Symmetric use matters more than linguistics.
-    """
-    w = _IRREGULAR.get(word, word)
-    if len(w) <= _MIN_STEM:
-        return w
-    for suffix, repl in (
-        ("ingly", ""), ("edly", ""), ("ies", "y"), ("ied", "y"), ("ing", ""), ("ed", ""),
-    ):
-        if w.endswith(suffix) and len(w) - len(suffix) + len(repl) >= _MIN_STEM:
-            w = w[: len(w) - len(suffix)] + repl
-            break
-    else:
-        if w.endswith("es") and w[-3:-2] in ("s", "x", "z") or w.endswith(("ches", "shes")):
-            w = w[:-2]
-        elif w.endswith("s") and not w.endswith(("ss", "us", "is")) and len(w) > _MIN_STEM:
-            w = w[:-1]
-    # The doubled consonant goes before and after the derivational suffix, so that
-    # "transferred" (transferr) and "transfer" meet, and "runner" and "running" do.
-    w = _undouble(w)
-    for suffix in ("ation", "ion", "ment", "ness", "ance", "ence", "able", "ible", "er", "ly"):
-        if w.endswith(suffix) and len(w) - len(suffix) >= _MIN_STEM:
-            w = w[: -len(suffix)]
-            break
-    if w.endswith("e") and len(w) > _MIN_STEM:
-        w = w[:-1]
-    return _undouble(w)
-
-
-def _undouble(w: str) -> str:
-    if len(w) > _MIN_STEM and w[-1] == w[-2] and w[-1] not in "aeiouls":
-        return w[:-1]
-    return w
-
-
-_STEMS: dict[str, str] = {}
 _GENERIC_STEMS = frozenset(stem(w) for w in GENERIC)
 
 # Words that only say that something happens at a time. In an answer to "when" that gives
@@ -134,25 +62,16 @@ CONTACT_WORDS = frozenset(stem(w) for w in "contact reach phone telephone mobile
 PRICE_WORDS = frozenset(stem(w) for w in "cost costs costing price prices priced".split())
 
 
-def cached_stem(word: str) -> str:
-    s = _STEMS.get(word)
-    if s is None:
-        if len(_STEMS) > 100_000:
-            _STEMS.clear()
-        s = _STEMS[word] = stem(word)
-    return s
-
-
 def content_words(norm_text: str) -> list[tuple[str, str]]:
     """(word, stem) of each distinct content word of normalised text, in order."""
     out: dict[str, str] = {}
-    for w in _LETTERS.findall(norm_text):
-        if w in out or w in STOPWORDS or w in GENERIC or w in FIGURE_WORDS:
+    for w in LETTERS.findall(norm_text):
+        if w in out or w in STOP_WORDS or w in GENERIC or w in FIGURE_WORDS:
             continue
         if not w.isascii() and not all(map(is_word_char, w)):
             continue  # a script written without spaces: no words to count
         s = cached_stem(w)
-        if s in _GENERIC_STEMS or s in STOPWORDS:
+        if s in _GENERIC_STEMS or s in STOP_WORDS:
             continue
         out[w] = s
     # Distinct stems: "claim" and "claims" count once.
@@ -163,30 +82,6 @@ def content_words(norm_text: str) -> list[tuple[str, str]]:
             seen.add(s)
             words.append((w, s))
     return words
-
-
-def stems_of(tokens: Iterable[str]) -> frozenset[str]:
-    """Stems of a source's word tokens (already normalised)."""
-    distinct = set(tokens)
-    new = distinct - _STEMS.keys()
-    if new:
-        if len(_STEMS) > 100_000:
-            _STEMS.clear()
-            new = distinct
-        _STEMS.update((t, stem(t)) for t in new)
-    return frozenset(map(_STEMS.__getitem__, distinct))
-
-
-# English prose is about two words in five from STOPWORDS; German, French or Russian mail
-# holds almost none of them (a stray "in" or "was").
-ENGLISH_STOPWORD_SHARE = 0.15
-
-
-def in_english(text: str) -> bool:
-    """Whether ``text`` reads as English: enough of its words are English stop words.
-    Word overlap judges a paraphrase only between two texts in one language."""
-    words = _LETTERS.findall(text.casefold())
-    return not words or sum(w in STOPWORDS for w in words) / len(words) >= ENGLISH_STOPWORD_SHARE
 
 
 def missing_words(
@@ -207,13 +102,13 @@ def unsupported_words(sentence_text: str, sources_texts: Iterable[str]) -> tuple
     """
     norm = normalize_figures(sentence_text)
     words = content_words(blank_figures(norm.text, sentence_figures(norm, sentence_text)))
-    stem_sets = [stems_of(_WORD.findall(normalize(t))) for t in sources_texts]
+    stem_sets = [stems_of(WORD.findall(normalize(t))) for t in sources_texts]
     return missing_words(words, stem_sets), len(words)
 
 
-_WEEKDAYS = ("mon", "tue", "wed", "thu", "fri", "sat", "sun")
+_WEEKDAYS = tuple(day[:3] for day in calendar.WEEKDAY_NAMES["en"])
 _WEEKDAY = re.compile(
-    r"\b(mon|tue|wed|thu|fri|sat|sun)(?:day|sday|nesday|rsday|urday|s|\.)?\b", re.I
+    rf"\b({'|'.join(_WEEKDAYS)})(?:day|sday|nesday|rsday|urday|s|\.)?\b", re.I
 )
 # A weekday right after a date: "2024-03-13 Wed", "13 March (Wednesday)".
 _WEEKDAY_AFTER = re.compile(r"[ ,(]*" + _WEEKDAY.pattern, re.I)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from services.verifier.question import IDENTIFIER, Pinned, gives, week_names
 from services.verifier.sources import Source, Sources
-from services.verifier.support import cached_stem
+from shared.text.words import cached_stem
 
 MAX_OFFENDING_WORDS = 5
 

@@ -8,12 +8,12 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from services.verifier.decide import decide
-from services.verifier.normalize import collapse, find_phrase, normalize, normalize_with_map
-from services.verifier.quotes import _DOUBLE_PAIRS
 from services.verifier.service import verify
-from services.verifier.splitter import split_sentences
 from shared.mail_parts import Kind, blank_except
 from shared.messages import Draft, DraftSentence, EvidenceMessage
+from shared.text.normalize import collapse, find_phrase, normalize, normalize_with_map
+from shared.text.quotes import _DOUBLE_PAIRS
+from shared.text.sentences import split_sentences
 from tests.services.verifier.factory import M1, M2, message, request
 
 SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -786,7 +786,7 @@ def test_a_denial_citing_mail_in_another_language_is_counted_word_by_word() -> N
     ],
 )
 def test_english_is_told_by_its_stop_words(text: str, english: bool) -> None:
-    from services.verifier.support import in_english
+    from shared.text.words import in_english
 
     assert in_english(text) is english
 

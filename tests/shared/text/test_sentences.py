@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from services.verifier.splitter import split_sentences
+from shared.text.sentences import prose_sentences, split_sentences, table_sentences
 
 CASES = {
     "two plain sentences": ("The claim was filed. It was accepted.", ["The claim was filed.", "It was accepted."]),
@@ -124,3 +124,20 @@ def test_spans_point_into_the_text() -> None:
     for sentence in split_sentences(text):
         raw = text[sentence.start : sentence.end]
         assert " ".join(raw.split()) == sentence.text
+
+
+def test_mail_prose_joins_wrapped_lines_and_keeps_list_items_apart() -> None:
+    text = "The training is on\n4 April. Please confirm.\n- Forklift certificates renewed\n- Two pickers start Monday"
+    assert prose_sentences(text) == [
+        "The training is on 4 April.", "Please confirm.", "- Forklift certificates renewed",
+        "- Two pickers start Monday",
+    ]
+
+
+def test_a_table_row_is_a_sentence_with_its_header() -> None:
+    text = "KPI | March | February\nOn-time delivery | 94.1% | 95.6%\n\nAll figures are provisional."
+    assert table_sentences("kpis.md", text) == [
+        "KPI | March | February", "KPI | March | February ... On-time delivery | 94.1% | 95.6%",
+        "All figures are provisional.",
+    ]
+    assert table_sentences("kpis.csv", "kpi,march\nontime,94.1%") == ["kpi,march", "kpi,march ... ontime,94.1%"]

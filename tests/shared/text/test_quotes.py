@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from services.verifier.quotes import Quote, extract_quotes
+from shared.text.quotes import Quote, extract_quotes
 
 CASES = {
     "straight double": ('He wrote "we accept" today', ["we accept"]),

@@ -40,32 +40,14 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from services.verifier.normalize import Normalized, normalize_with_map
+from shared.text.calendar import MONTHS
+from shared.text.normalize import Normalized, normalize_with_map
 
 Key = tuple
 
-# Month names in the languages mail to a European business arrives in: English, German,
-# French, Spanish, Italian, Dutch ("le jeudi 18 avril" supports "on 18 April"). Only
-# beside a day or a year do they read as a date, so "mars" or "mayo" alone is no month.
-_MONTHS: dict[str, int] = {}
-for _number, _names in enumerate(
-    (
-        "jan january januar jänner janvier enero gennaio januari",
-        "feb february februar février fevrier febrero febbraio februari",
-        "mar march märz maerz mars marzo maart",
-        "apr april avril abril aprile",
-        "may mai mayo maggio mei",
-        "jun june juni juin junio giugno",
-        "jul july juli juillet julio luglio",
-        "aug august août aout agosto augustus",
-        "sep sept september septembre septiembre settembre",
-        "oct october okt oktober octobre octubre ottobre",
-        "nov november novembre noviembre",
-        "dec december dez dezember décembre decembre diciembre dicembre",
-    ),
-    start=1,
-):
-    _MONTHS.update(dict.fromkeys(_names.split(), _number))
+# Month names in the languages mail to a European business arrives in ("le jeudi 18 avril"
+# supports "on 18 April"); only beside a day or a year do they read as a date.
+_MONTHS = MONTHS
 
 
 def _trie(words: list[str]) -> str:

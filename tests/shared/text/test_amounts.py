@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from services.verifier import amounts, figures
-from services.verifier.figures import normalize_figures, sentence_figures, supported
+from shared.text import amounts, figures
+from shared.text.figures import normalize_figures, sentence_figures, supported
 
 
 def found(sentence: str, source: str) -> list[bool]:

@@ -22,7 +22,7 @@ from __future__ import annotations
 import re
 from decimal import Decimal, InvalidOperation
 
-from services.verifier.figures import Figure, Key, number_readings
+from shared.text.figures import Figure, Key, number_readings
 
 _SIGNS = {"€": "eur", "$": "usd", "£": "gbp", "¥": "jpy"}
 _WORDS = {"euro": "eur", "euros": "eur", "dollar": "usd", "dollars": "usd"}

@@ -8,15 +8,15 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from services.verifier import figures
-from services.verifier.figures import (
+from shared.text import figures
+from shared.text.figures import (
     normalize_figures,
     number_readings,
     sentence_figures,
     source_keys,
     supported,
 )
-from services.verifier.normalize import normalize_with_map
+from shared.text.normalize import normalize_with_map
 from tests.services.verifier.test_properties import SETTINGS
 
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from services.verifier.normalize import normalize
+from shared.text.normalize import normalize
 
 # Opening mark -> the marks that close it.
 _DOUBLE_PAIRS: dict[str, str] = {

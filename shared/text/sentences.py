@@ -33,8 +33,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from services.verifier.citations import Marker, find_markers
-from services.verifier.quotes import double_quote_spans
+from shared.text.calendar import MONTH_ABBREVIATIONS
+from shared.text.citations import Marker, find_markers
+from shared.text.quotes import double_quote_spans
 
 _LIST_ITEM = re.compile(
     r"[ \t]*(?:[-*+•‣◦▪–—]|\d{1,3}[.)]|[a-z]\)|\(\d{1,3}\)|\([a-z]\)|#{1,6})[ \t]+(?=\S)"
@@ -51,8 +52,7 @@ _ALWAYS_ABBREV = frozenset(
     ggf vgl""".split()
 )
 _NUMERIC_ABBREV = frozenset(
-    """no nos nr art sec ch chap vol p pp para jan feb mar apr jun jul aug sep sept oct
-    nov dec""".split()
+    "no nos nr art sec ch chap vol p pp para".split() + [a for a, _ in MONTH_ABBREVIATIONS["en"]]
 )
 
 
@@ -178,3 +178,46 @@ def _only_markers(raw: str) -> bool:
         raw[a.end : b.start] for a, b in zip(markers, markers[1:])
     ) + raw[markers[-1].end :]
     return not any(ch.isalnum() for ch in rest)
+
+
+# ---------------------------------------------------------------- the mail's own sentences
+
+# A sentence of mail ends at ".", "!" or "?" before a space (not inside "1,520.00"), or a line.
+_MAIL_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
+# A line that starts a list item ("- Forklift training certificates renewed", "2) ...").
+_ITEM = r"[ \t]*(?:[-*•–]|\d{1,2}[.)])[ \t]"
+
+
+def prose_sentences(text: str) -> list[str]:
+    """The sentences of mail prose. A wrapped line goes on with the next; a blank line, a
+    sentence end or a list item stops it: each item of a list states its own thing
+    ("- Forklift training certificates renewed" / "- Two new pickers start Monday" is not
+    one sentence)."""
+    text = re.sub(rf"(?<![.!?:\n])\n(?!\n|{_ITEM})", " ", text)
+    return [s.strip() for s in _MAIL_SENTENCE_END.split(text) if s.strip()]
+
+
+def table_sentences(name: str, text: str) -> list[str]:
+    """The sentences of an attachment called ``name``: its prose's, and each row of a
+    table (a line with "|", or any line of a CSV file) after its header row and an
+    ellipsis ("KPI | March | February ... On-time delivery | 94.1% | 95.6%"): a figure in
+    a table means nothing without its column."""
+    out: list[str] = []
+    csv = name.casefold().endswith((".csv", ".tsv"))
+    header: str | None = None
+    prose: list[str] = []
+    for line in text.splitlines():
+        if not (csv and line.strip()) and "|" not in line:
+            header = None
+            prose.append(line)
+            continue
+        out.extend(prose_sentences("\n".join(prose)))
+        prose = []
+        row = line.strip()
+        if header is None:
+            header = row
+            out.append(row)
+        else:
+            out.append(f"{header} ... {row}")
+    out.extend(prose_sentences("\n".join(prose)))
+    return out
