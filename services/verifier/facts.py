@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from functools import cached_property
 
 from services.verifier.question import AMOUNT, WHEN, Pinned, gives, gives_contact
-from services.verifier.sources import Source, Sources
+from services.verifier.sources import Aligned, Source, Sources
 from services.verifier.support import (
     CONTACT_WORDS,
     PRICE_WORDS,
@@ -97,6 +97,15 @@ class SentenceFacts:
     @cached_property
     def cited_sources(self) -> list[Source]:
         return [self.sources[message_id] for message_id in self.cited]
+
+    @cached_property
+    def content_stems(self) -> frozenset[str]:
+        return frozenset(word_stem for _, word_stem in self.content)
+
+    @cached_property
+    def aligned(self) -> list[Aligned]:
+        """Per cited message, the one or two of its sentences that carry this one."""
+        return [source.aligned(self.figures, self.content_stems) for source in self.cited_sources]
 
     @cached_property
     def quotes(self) -> QuoteCheck:

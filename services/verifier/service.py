@@ -97,6 +97,10 @@ from shared.text.citations import parse_structured, strip_markers
 from shared.text.sentences import split_sentences
 from shared.text.words import STOP_WORDS, WORD
 
+# A cited message's excerpt is the sentence (or two) that carries the answer's sentence
+# (shared.text.align), unless that is longer than this: then its words' best passage.
+MAX_EXCERPT_CHARS = 400
+
 # The reasons the answer as a whole gives (in verify()); every other is a sentence rule's
 # (services/verifier/rules.py).
 ANSWER_REASONS: tuple[RemovalReason, ...] = ("answer_removed", "asked_figure_missing")
@@ -153,15 +157,16 @@ def _check(
         return RemovedSentence(text=raw, reason=removal.reason, offending=removal.offending)
     words: frozenset[str] | None = None
     citations: list[Citation] = []
-    for message_id in cited:
+    for message_id, aligned in zip(cited, facts.aligned, strict=True):
         citation = facts.quotes.excerpts.get(message_id)
-        if citation is None:
+        excerpt = None if citation is not None else aligned.excerpt(MAX_EXCERPT_CHARS)
+        if citation is None and excerpt is None:
             if words is None:
                 # The figures' normal form differs from normalize() only by "'" for a
                 # thin space between digits, which splits words just the same.
                 words = _content_words(facts.norm.text)
-            citation = Citation(message_id=message_id, excerpt=sources[message_id].best_passage(words))
-        citations.append(citation)
+            excerpt = sources[message_id].best_passage(words)
+        citations.append(citation or Citation(message_id=message_id, excerpt=excerpt))
     return AnswerSentence(text=clean, citations=citations)
 
 

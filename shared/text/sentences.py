@@ -221,3 +221,42 @@ def table_sentences(name: str, text: str) -> list[str]:
             out.append(f"{header} ... {row}")
     out.extend(prose_sentences("\n".join(prose)))
     return out
+
+
+def prose_sentence_spans(text: str, offset: int = 0) -> list[tuple[int, int]]:
+    """The ``[start, end)`` of each sentence :func:`prose_sentences` finds, in ``text``
+    (shifted by ``offset``): joining a wrapped line changes no character's place."""
+    joined = re.sub(rf"(?<![.!?:\n])\n(?!\n|{_ITEM})", " ", text)
+    spans, start = [], 0
+    for end_match in [*_MAIL_SENTENCE_END.finditer(joined), None]:
+        end = len(joined) if end_match is None else end_match.start()
+        piece = joined[start:end]
+        if piece.strip():
+            lead = len(piece) - len(piece.lstrip())
+            spans.append((offset + start + lead, offset + start + len(piece.rstrip())))
+        if end_match is not None:
+            start = end_match.end()
+    return spans
+
+
+def unit_spans(text: str, *, csv: bool = False) -> list[tuple[int, int, str]]:
+    """(start, end, header) of each unit of ``text``: a prose sentence (header "") or a
+    table row (a line with "|", or with ``csv`` any line), whose header is the table's
+    first row (the first row's own is "")."""
+    units: list[tuple[int, int, str]] = []
+    header: str | None = None
+    prose_start = 0
+    pos = 0
+    for line in text.splitlines(keepends=True):
+        body = line.rstrip("\r\n")
+        if (csv and body.strip()) or "|" in body:
+            units.extend((s, e, "") for s, e in prose_sentence_spans(text[prose_start:pos], prose_start))
+            lead = len(body) - len(body.lstrip())
+            units.append((pos + lead, pos + len(body.rstrip()), header or ""))
+            header = body.strip() if header is None else header
+            prose_start = pos + len(line)
+        else:
+            header = None
+        pos += len(line)
+    units.extend((s, e, "") for s, e in prose_sentence_spans(text[prose_start:], prose_start))
+    return units

@@ -516,6 +516,11 @@ CASES: dict[str, Case] = {
         items(("The claim was accepted " + "and accepted " * 200 + ".", [M1])),
         removed=[("malformed", ANY)],
     ),
+    "the excerpt is the source sentence that carries the answer": Case(
+        items(("The repair costs will be paid by 5 December 2025.", [M1])),
+        kept=[ANY],
+        excerpts={M1: (False, "The repair costs of €1,200.50 will be paid by 5 December 2025.", "body")},
+    ),
     # ---------------------------------------------------------------- the question
     "a sentence about another invoice than the one asked about": Case(
         items(("The settlement is EUR 2,115.50.", [M5])), question="Was invoice INV-2024-0999 settled?",
