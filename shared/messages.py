@@ -19,6 +19,8 @@ Strategy = Literal["loop", "single_shot"]
 Outcome = Literal["answered", "insufficient_evidence", "budget_exhausted", "degraded", "cancelled"]
 # "cancelled": only the gateway asks for it, and only for a run its owner cancelled (RunMeta.cancelled_at).
 Ending = Literal["answer", "insufficient_evidence", "budget_exhausted", "degraded", "cancelled"]
+# "restates_question" is no longer given (its rule did not pay, docs/evaluation.md); it
+# stays for the results stored while it was.
 RemovalReason = Literal[
     "no_citation", "unknown_citation", "quote_not_found", "empty_sentence", "malformed",
     "figure_not_found", "unsupported_claim", "off_question", "restates_question", "asked_figure_missing",

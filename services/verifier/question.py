@@ -140,11 +140,6 @@ class Pinned:
     # What a "how much ..." question asks the amount of ("How much VAT do we owe?": vat).
     # Not a pin on the thread (see __bool__): it only says which figures give the amount.
     amount_of: tuple[str, ...] = ()
-    # The stems of a yes/no question's main clause, before "after", "when", a comma
-    # ("Did the insurer accept the Golf claim after we sent the photos?": insur, accept,
-    # golf, claim). A "yes" that says one of them happened ("we paid") needs a cited
-    # message that says it in the past too, not a request for it ("payment within 30 days").
-    acts: frozenset[str] = frozenset()
 
     def __bool__(self) -> bool:
         return bool(
@@ -196,7 +191,7 @@ def pinned(question: str) -> Pinned:
     return Pinned(codes, tuple(dict.fromkeys(names)), tuple(dict.fromkeys(months)), asks(question), words,
                   polar, tuple(dict.fromkeys(quarters)), _quarterly(question) if quarters else (), weeks,
                   versions(question), identifies(question), speakers(question), kinds(question),
-                  which_kind(question), amount_of(question), acts(question) if polar else frozenset())
+                  which_kind(question), amount_of(question))
 
 
 # A version of a document the mail must name for the question to be about it; "new" and
@@ -320,19 +315,6 @@ def _qualified(norm_text: str, figure: figures.Figure, spans: list[tuple[int, in
         start <= figure.start < end or (figure.end <= start and not norm_text[figure.end:start].strip(" ("))
         for start, end in spans
     )
-
-
-# Where a question's main clause ends: a subordinate clause, another question, a list.
-_MAIN_CLAUSE_ENDS = re.compile(
-    r"[,;:?]|\b(?:after|before|when|while|since|because|if|once|until|so that|and (?:are|is|do|did|when|what|how))\b",
-    re.I,
-)
-
-
-def acts(question: str) -> frozenset[str]:
-    """The stems of the question's main clause (see :attr:`Pinned.acts`)."""
-    main = _MAIN_CLAUSE_ENDS.split(question, maxsplit=1)[0]
-    return frozenset(stem for _, stem in content_words(figures.normalize_figures(main).text))
 
 
 def week_names(week: int) -> tuple[str, ...]:

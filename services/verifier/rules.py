@@ -3,10 +3,13 @@
 one removal reason it gives, in the order :data:`RULES` runs them. A sentence is kept
 when no rule removes it; the first rule that does names why.
 
-Adding a rule is: a function here, its rows in ``tests/services/verifier/test_rules.py``
+Adding a rule is: a function here, its rows in ``tests/services/verifier/test_verify_table.py``
 (a sentence it removes and one it keeps), and a line in :data:`RULES`. The rules that
 judge the whole answer (``answer_removed``, ``asked_figure_missing``) are in
-:mod:`.service`, which also documents every rule in its module docstring.
+:mod:`.service`, which also documents every rule in its module docstring. A rule stays
+only while it pays: on recorded drafts of both evaluation sets' dev halves it removes
+more wrong sentences than right ones (``evals/rule_counts.py``; the counts are in
+docs/evaluation.md).
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ from services.verifier.facts import SentenceFacts
 from services.verifier.question import AMOUNT, WHEN
 from services.verifier.topic import MAX_OFFENDING_WORDS, off_question, off_topic
 from shared.messages import RemovalReason
-from shared.text.words import cached_stem, done_form
+from shared.text.words import cached_stem
 
 # Share of a sentence's content words that may be missing from its cited messages before
 # it is removed as an unsupported claim (strictly more is removed). Calibrated on the
@@ -121,34 +124,11 @@ def superseded(f: SentenceFacts, threshold: float) -> Removal | None:
 
 def unsupported_claim(f: SentenceFacts, threshold: float) -> Removal | None:
     """More than ``threshold`` of its claim's words missing from its cited messages (any
-    missing, for a denial), once it is long enough to count; or a "yes" that says the
-    asked act happened on mail that names it only as something to do."""
+    missing, for a denial), once it is long enough to count."""
     if not f.translated and (len(f.content) >= MIN_CONTENT_WORDS or (f.negated and f.content)):
         missing = [word for word, word_stem in f.claim if word_stem not in f.found]
         if (f.negated and missing) or (f.claim and len(missing) / len(f.claim) > threshold):
             return Removal("unsupported_claim", " ".join(missing[:MAX_OFFENDING_WORDS]))
-    # "Yes, we paid Fabrikam" cannot stand on "Payment within 30 days, please": where the
-    # cited mail names the act it must say it in the past. Mail that does not name it at
-    # all is paraphrase, which the count above judges. Only the question's main clause is
-    # its act: "after we sent the photos" is its premise, not what the answer must show.
-    if f.question.acts and not f.negated:
-        for word, word_stem in f.content:
-            if (
-                word_stem in f.question.acts
-                and done_form(word.casefold())
-                and word_stem in f.found
-                and not any(source.says_done(word_stem) for source in f.cited_sources)
-            ):
-                return Removal("unsupported_claim", word)
-    return None
-
-
-def restates_question(f: SentenceFacts, threshold: float) -> Removal | None:
-    """An answer to a question that is not yes/no says something of its own: "We agreed
-    with Contoso about the damaged pallet." or a sender's name alone answers nothing."""
-    question = f.question
-    if question.words and not question.polar and not f.adds and not f.quotes.quoted:
-        return Removal("restates_question")
     return None
 
 
@@ -183,7 +163,6 @@ REASON_OF: dict[Rule, RemovalReason] = {
     figure_not_found: "figure_not_found",
     superseded: "superseded",
     unsupported_claim: "unsupported_claim",
-    restates_question: "restates_question",
 }
 
 RULES: tuple[Rule, ...] = (
@@ -196,7 +175,6 @@ RULES: tuple[Rule, ...] = (
     figure_not_found,
     superseded,
     unsupported_claim,
-    restates_question,
 )
 
 

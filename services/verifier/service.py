@@ -44,15 +44,9 @@ removes it. The rules run in the order of ``rules.RULES`` over the sentence's fa
    from a message about something else. When the thread holds one of them and the
    sentence adds words of its own that its sources hold, it is an answer in other words
    and stays;
-9. it says something beyond the question's own words, unless the question is a yes/no
-   one: a figure, a quote, or a word a cited message states (else
-   ``restates_question``): "We agreed with Contoso about the damaged pallet." for "What
-   did we agree with Contoso about the damaged pallet?" answers nothing, nor does the
-   sender's name alone for "who is covering the claims desk?".
-
-10. it does not stand only on messages their senders corrected when the corrections do
-    not say it too (else ``superseded``, offending: the old figure or word; see
-    :mod:`.corrections`).
+9. it does not stand only on messages their senders corrected when the corrections do
+   not say it too (else ``superseded``, offending: the old figure or word; see
+   :mod:`.corrections`).
 
 A sentence code added for the details an earlier one leaves out (``completes``, see
 ``services/answerer/details.py`` and ``left_out.py``) goes when that sentence goes
@@ -104,6 +98,11 @@ MAX_EXCERPT_CHARS = 400
 # The reasons the answer as a whole gives (in verify()); every other is a sentence rule's
 # (services/verifier/rules.py).
 ANSWER_REASONS: tuple[RemovalReason, ...] = ("answer_removed", "asked_figure_missing")
+# Reasons no rule gives any more; results stored while one did still carry them.
+RETIRED_REASONS: tuple[RemovalReason, ...] = ("restates_question",)
+# Answer rules switched off, to measure what each removes (evals/rule_counts.py); never
+# set by the service.
+SWITCHED_OFF: frozenset[str] = frozenset()
 
 
 class Verdict(Contract):
@@ -217,14 +216,14 @@ def verify(
             else:
                 verdict.removed.append(outcome)
     for unit, completes in completing:
-        if completes < unit and not kept_by_unit[completes]:
+        if completes < unit and not kept_by_unit[completes] and "answer_removed" not in SWITCHED_OFF:
             # A source's details added to a sentence that did not stand: on their own
             # they answer nothing ("EUR 1,260.00 for 42 broken tiles" under a removed
             # "the damaged stock in hall B was worth ...").
             for s in kept_by_unit[unit]:
                 verdict.kept.remove(s)
                 verdict.removed.append(RemovedSentence(text=s.text, reason="answer_removed"))
-    if pins.asks and verdict.kept and not any(
+    if pins.asks and verdict.kept and "asked_figure_missing" not in SWITCHED_OFF and not any(
         gives(pins.asks, s.text, months=pins.months, of=pins.amount_of) for s in verdict.kept
     ):
         # Each sentence may be true, but none gives what was asked ("how much" answered

@@ -27,7 +27,7 @@ from shared.passages import own_text
 from shared.steering import blanked
 from shared.text import align, amounts, figures
 from shared.text.normalize import Normalized, find_phrase, normalize, normalize_with_map
-from shared.text.words import cached_stem, done_form, in_english, stems_of
+from shared.text.words import cached_stem, in_english, stems_of
 
 _WORD = re.compile(r"\w+")
 # A forwarded message's header line inside a body, not a quoted reply's ("> From: ").
@@ -246,13 +246,6 @@ class Source:
         if self._english is None:
             self._english = in_english(own_text(self.message.body) or self.message.subject)
         return self._english
-
-    def says_done(self, word_stem: str) -> bool:
-        """Whether a part says the act of ``word_stem`` happened: a past form of a word
-        with that stem ("paid", "accepted"), not only its noun or a request ("payment")."""
-        return any(
-            done_form(token) and cached_stem(token) == word_stem for part in self.parts for token in part.tokens
-        )
 
     def mentions(self, code: str) -> bool:
         """Whether a part or the subject names ``code`` (case-insensitively, as a word)."""

@@ -52,12 +52,6 @@ _IRREGULAR = {
 }
 
 
-def done_form(word: str) -> bool:
-    """Whether ``word`` (lower case) is a past form: an irregular one ("paid", "sent") or
-    one in -ed ("accepted"). A past form says an act happened; "payment" does not."""
-    return word in _IRREGULAR or (word.endswith("ed") and len(word) > _MIN_STEM + 2)
-
-
 def stem(word: str) -> str:
     """A light English stem: one inflection (-s, -es, -ies, -ed, -ied, -ing), then one
     derivational suffix (-ation, -ion, -ment, -ness, -ance, -ence, -able, -er, -ly),
