@@ -16,7 +16,7 @@ removes it. The rules run in the order of ``rules.RULES`` over the sentence's fa
    of the messages it cites (else ``quote_not_found``);
 6. every figure (number, amount, percentage, date, time, code, e-mail address, URL)
    occurs, compared as a value, in at least one of the messages it cites (else
-   ``figure_not_found``, offending: the figure as written; see :mod:`.figures`);
+   ``figure_not_found``, offending: the figure as written; see :mod:`shared.text.figures`);
 7. at most ``unsupported_threshold`` of its content words (stemmed, stop words and
    generic answer words left out, quotes included) are missing from all of the messages
    it cites, once it has at least ``MIN_CONTENT_WORDS`` of them, and none at all when
