@@ -34,13 +34,10 @@ PROMPT = (
     "text says what the claim says (its facts, figures and who did what); answer false if "
     "the source says something else, says less, or does not say it.\n\nSource text:\n{source}\n\nClaim: {claim}"
 )
+# The embedded server's form of a constrained reply (shared/llm/dialects.py).
 SCHEMA = {
-    "type": "json_schema",
-    "json_schema": {
-        "name": "Support",
-        "strict": True,
-        "schema": {"type": "object", "properties": {"supported": {"type": "boolean"}}, "required": ["supported"]},
-    },
+    "type": "json_object",
+    "schema": {"type": "object", "properties": {"supported": {"type": "boolean"}}, "required": ["supported"]},
 }
 
 
