@@ -17,15 +17,14 @@ the sentence against exactly these sources, as it would check the model's own ch
 from __future__ import annotations
 
 import math
-import re
 import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import date
 
 from shared.messages import EvidenceMessage
 from shared.passages import own_text, sender_name
-from shared.text import calendar
+from shared.text import amounts, figures
+from shared.text.amounts import as_amount
 from shared.text.quotes import extract_quotes
 from shared.text.words import prefix_stems as stems
 from shared.textcache import cached_text
@@ -39,57 +38,22 @@ _FUNCTION_WORDS = frozenset(
 )
 QUOTE_WEIGHT = 10  # a phrase quoted word for word points at the message that holds it
 
-_FIGURE = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+|https?://\S+|\b[\w/-]*\d[\w/.,:-]*\b")
+def sentence_figures(text: str) -> list[figures.Figure]:
+    """The figures of a sentence as the verifier reads them (:mod:`shared.text.figures`),
+    amounts with their currency and scale."""
+    norm = figures.normalize_figures(text)
+    return [as_amount(f, norm.text) for f in figures.sentence_figures(norm, text)]
 
 
-# English and German month names and their abbreviations ("1. April", "3 Mar.").
-_MONTH_NUMBER = calendar.month_numbers("en", "de")
-_MONTH = rf"({'|'.join(sorted(_MONTH_NUMBER, key=len, reverse=True))})\b\.?"
-_DAY = r"(\d{1,2})(?:st|nd|rd|th|\.)?"
-# "19 April 2024", "April 19, 2024", "2024-04-19": the date is one figure. Read as two
-# numbers, "until 19 April 2024" shares both with "19 March 2024" and only one with the
-# message that says "from 8 to 19 April" (its year is its date's).
-_DATES = (
-    (re.compile(rf"\b{_DAY}\s+(?:of\s+)?{_MONTH}(?:,?\s+(\d{{4}}))?\b", re.I), (1, 2, 3)),
-    (re.compile(rf"\b{_MONTH}\s+{_DAY}\b(?:,?\s+(\d{{4}})\b)?", re.I), (2, 1, 3)),
-    (re.compile(r"\b(\d{4})-(\d{2})-(\d{2})\b"), (3, 2, 1)),
-)
+def figure_keys(text: str) -> frozenset[figures.Key]:
+    """Every figure key a source text supports, as the verifier reads it."""
+    norm = figures.normalize_figures(text).text
+    return frozenset(figures.source_keys(norm) | amounts.source_keys(norm))
 
 
-def _dates(text: str) -> tuple[set[str], str]:
-    """The dates ``text`` names, as "date:MM-DD" and "YYYY" keys, and the text without
-    them."""
-    keys: set[str] = set()
-
-    def key(m: re.Match[str], order: tuple[int, int, int]) -> str:
-        day, month, year = (m.group(i) for i in order)
-        number = int(month) if month.isdigit() else _MONTH_NUMBER[month.casefold()]
-        try:
-            date(2024, number, int(day))  # a leap year: 29 February is a date
-        except ValueError:
-            return m.group(0)
-        keys.add(f"date:{number:02d}-{int(day):02d}")
-        keys.update([year] if year else [])
-        return " "
-
-    for pattern, order in _DATES:
-        text = pattern.sub(lambda m, order=order: key(m, order), text)
-    return keys, text
-
-
-def figures(text: str) -> set[str]:
-    """Tokens carrying a digit (amounts, dates, times, codes), addresses and links, in a
-    form where "2,115.50" and "2115.50" meet; a date is one figure ("date:04-19") and
-    its year another."""
-    out, text = _dates(text)
-    for token in _FIGURE.findall(text):
-        t = token.casefold().rstrip(".,:;)")
-        t = re.sub(r"(?<=\d)[,\u202f ](?=\d{3}\b)", "", t)
-        t = re.sub(r"\.00$", "", t)
-        t = re.sub(r"(?<=\d)(?:st|nd|rd|th)$", "", t)  # "April 9th" meets "9 April"
-        if t:
-            out.add(t)
-    return out
+def held(wanted: list[figures.Figure], keys: frozenset[figures.Key]) -> int:
+    """How many of ``wanted`` the keys support: what the verifier's figures check finds."""
+    return sum(figures.supported(f, [keys]) for f in wanted)
 
 
 def _flat(text: str) -> str:
@@ -106,7 +70,7 @@ def quotes(text: str) -> set[str]:
 @dataclass(frozen=True)
 class _Source:
     message_id: str
-    figures: frozenset[str]
+    keys: frozenset[figures.Key]
     stems: frozenset[str]
     text: str  # folded, for quoted phrases
 
@@ -119,7 +83,7 @@ def _source(m: EvidenceMessage) -> _Source:
     # The date as the passage header shows it: "when did we send the photos?" is
     # answered by the date of the message that sent them (the verifier counts a
     # message's own date as support too).
-    sent = m.date.strftime("%Y-%m-%d %Y") if m.date else ""
+    sent = f"{m.date.day}/{m.date.month}/{m.date.year}" if m.date else ""
     return _message_source(m.message_id, (sent, m.subject, m.sender, m.body, *(a.text for a in m.attachments)))
 
 
@@ -127,7 +91,11 @@ def _source(m: EvidenceMessage) -> _Source:
 def _message_source(message_id: str, parts: tuple[str, ...]) -> _Source:
     sent, subject, sender, body, *attachments = parts
     text = "\n".join([subject, sender, own_text(body), *attachments])
-    return _Source(message_id, frozenset(figures(text) | figures(sent)), frozenset(stems(text)), _flat(text))
+    keys = figure_keys(text)
+    if sent:
+        day, month, year = map(int, sent.split("/"))
+        keys |= frozenset(figures.date_keys(day, month, year))
+    return _Source(message_id, keys, frozenset(stems(text)), _flat(text))
 
 
 def attribute(sentence: str, evidence: Sequence[EvidenceMessage], preferred: Sequence[str] = ()) -> list[str]:
@@ -135,7 +103,7 @@ def attribute(sentence: str, evidence: Sequence[EvidenceMessage], preferred: Seq
     shares anything with it). A message whose sender the sentence names, then
     ``preferred`` (the model's choice), wins ties."""
     want_quotes = quotes(sentence)
-    want_figures = figures(sentence)
+    want_figures = sentence_figures(sentence)
     want_stems = stems(sentence)
     rank = {mid: i for i, mid in enumerate(preferred)}
 
@@ -152,11 +120,11 @@ def attribute(sentence: str, evidence: Sequence[EvidenceMessage], preferred: Seq
         shared = want_stems & s.stems
         covered = (
             QUOTE_WEIGHT * len(s.holds(want_quotes))
-            + FIGURE_WEIGHT * len(want_figures & s.figures)
+            + FIGURE_WEIGHT * held(want_figures, s.keys)
             + sum(weight.get(w, 0.0) for w in shared)
         )
         # Words every message shares weigh nothing; their count still breaks a tie.
-        count = len(shared) + len(want_figures & s.figures) + len(s.holds(want_quotes))
+        count = len(shared) + held(want_figures, s.keys) + len(s.holds(want_quotes))
         return (round(covered, 9), count, s.message_id in said_by, -rank.get(s.message_id, len(rank)))
 
     scored = [(gain(s), s.message_id) for s in sources]
@@ -194,4 +162,5 @@ def echoes_header(sentence: str, m: EvidenceMessage) -> bool:
     # The date as the passages' header shows it too ("2006-09-27 Wed").
     sent = f"{m.date.day} {m.date:%B %Y} {m.date:%Y-%m-%d} {m.date:%a %A}" if m.date else ""
     head = f"{sender_name(m.sender)} {m.subject} {sent}"
-    return bool(stems(sentence) or figures(sentence)) and stems(sentence) <= stems(head) and figures(sentence) <= figures(head)
+    wanted = sentence_figures(sentence)
+    return bool(stems(sentence) or wanted) and stems(sentence) <= stems(head) and held(wanted, figure_keys(head)) == len(wanted)
