@@ -25,9 +25,8 @@ from shared.text.words import cached_stem
 
 # Share of a sentence's content words that may be missing from its cited messages before
 # it is removed as an unsupported claim (strictly more is removed). Calibrated on the
-# labelled set with evals/calibrate_unsupported.py: 0.5 removed 2 of 20 sentences
-# answering questions that must not be answered, 0.3 removed 5 at the same cost (2 of 37
-# right sentences); 0.2 began removing right ones.
+# labelled set with evals/calibrate_unsupported.py (docs/evaluation.md): a higher share
+# let wrong answers through, a lower one began removing right ones.
 UNSUPPORTED_THRESHOLD = 0.3
 # Sentences with fewer content words are not judged by that count, unless they deny
 # something: "No, your mailbox is not full" cited to a message that never mentions a
