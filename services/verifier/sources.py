@@ -17,101 +17,22 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from itertools import islice
 
 from services.verifier.corrections import corrected_by
+from services.verifier.parts import WINDOW, Part, has_stem, has_whole_word, passage_of, short_norm, starts_word
 from services.verifier.question import MONTHS
 from shared.mail_parts import Kind, blank_except, split_mail
 from shared.messages import EvidenceMessage, Excerpt
 from shared.passages import own_text
 from shared.steering import blanked
 from shared.text import align, amounts, figures
-from shared.text.normalize import Normalized, find_phrase, normalize, normalize_with_map
-from shared.text.words import cached_stem, in_english, stems_of
+from shared.text.normalize import normalize
+from shared.text.words import in_english, stems_of
 
 _WORD = re.compile(r"\w+")
 # A forwarded message's header line inside a body, not a quoted reply's ("> From: ").
 _FORWARDED_FROM = re.compile(r"^From: (.+)$", re.M)
 _FORWARD_SUBJECT = re.compile(r"^\s*(?:(?:fwd?|wg|tr)\s*:\s*)+", re.I)
-# Passages are about PASSAGE_WORDS words. The best one is sought among windows of WINDOW
-# words starting every STRIDE words, scored by distinct words shared with the sentence:
-# set intersections in C rather than a Python loop over every word of the source.
-PASSAGE_WORDS = 24
-WINDOW = 40
-STRIDE = 20
-
-
-@dataclass(slots=True)
-class Part:
-    name: str
-    original: str
-    _norm: Normalized | None = None
-    _tokens: list[str] | None = None
-    _windows: list[tuple[int, frozenset[str]]] | None = None
-
-    @property
-    def figure_text(self) -> str:
-        """The normalised text figures are read from (digit groups split by a thin or
-        no-break space read as one number: that needs a normalisation of its own)."""
-        if figures.needs_preparing(self.original):
-            return figures.normalize_figures(self.original).text
-        return self.norm.text
-
-    @property
-    def norm(self) -> Normalized:
-        if self._norm is None:
-            self._norm = normalize_with_map(self.original)
-        return self._norm
-
-    @property
-    def tokens(self) -> list[str]:
-        if self._tokens is None:
-            self._tokens = _WORD.findall(self.norm.text)
-        return self._tokens
-
-    @property
-    def windows(self) -> list[tuple[int, frozenset[str]]]:
-        """(first token, distinct words) of each window of the part."""
-        if self._windows is None:
-            tokens = self.tokens
-            self._windows = [
-                (i, frozenset(tokens[i : i + WINDOW]))
-                for i in range(0, max(1, len(tokens) - WINDOW + STRIDE), STRIDE)
-            ]
-        return self._windows
-
-    def token_span(self, first: int, last: int) -> tuple[int, int]:
-        """Normalised ``[start, end)`` of tokens ``first..last`` inclusive."""
-        # islice skips the earlier matches in C; only two match objects are kept.
-        matches = list(islice(_WORD.finditer(self.norm.text), first, last + 1))
-        return matches[0].start(), matches[-1].end()
-
-    def excerpt(self, n_start: int, n_end: int, matched_quote: bool) -> Excerpt:
-        """The original text behind normalised ``[n_start, n_end)``, copied verbatim."""
-        start, end = self.norm.source_span(n_start, n_end)
-        return Excerpt(
-            text=self.original[start:end],
-            part=self.name,
-            start=start,
-            end=end,
-            matched_quote=matched_quote,
-        )
-
-    def find(self, fragments: list[str]) -> tuple[int, int] | None:
-        """Normalised span holding all ``fragments`` in order, whole words, or None."""
-        text = self.norm.text
-        pos = 0
-        first = -1
-        for fragment in fragments:
-            span = find_phrase(text, fragment, pos)
-            if span is None:
-                return None
-            if first == -1:
-                first = span[0]
-            pos = span[1]
-        return (first, pos) if first != -1 else None
-
-
 @dataclass(frozen=True, slots=True)
 class Aligned:
     """The sentences of one message that carry a sentence (:mod:`shared.text.align`):
@@ -208,7 +129,7 @@ class Source:
     @property
     def sender(self) -> str:
         if self._sender is None:
-            self._sender = _short_norm(self.message.sender)
+            self._sender = short_norm(self.message.sender)
         return self._sender
 
     def has_word(self, word: str, word_stem: str) -> bool:
@@ -220,14 +141,14 @@ class Source:
         """
         known = self._words.get(word)
         if known is None:
-            known = self._words[word] = self._holds(word, _has_whole_word) or self._holds(
+            known = self._words[word] = self._holds(word, has_whole_word) or self._holds(
                 word_stem, has_stem
             )
         return known
 
     def has_prefix(self, prefix: str) -> bool:
         """Whether a word of the message's parts or sender starts with ``prefix``."""
-        return self._holds(prefix, _starts_word)
+        return self._holds(prefix, starts_word)
 
     def states(self, word: str, word_stem: str) -> bool:
         """Whether the message says ``word`` in its own words: its body without the
@@ -236,7 +157,7 @@ class Source:
         if self._own is None:
             self._own = Part("own", own_text(self.message.body))
         return any(
-            _has_whole_word(part.norm.text, word) or has_stem(part.norm.text, word_stem)
+            has_whole_word(part.norm.text, word) or has_stem(part.norm.text, word_stem)
             for part in (self._own, *self.parts[1:])
         )
 
@@ -250,19 +171,19 @@ class Source:
     def mentions(self, code: str) -> bool:
         """Whether a part or the subject names ``code`` (case-insensitively, as a word)."""
         needle = code.casefold()
-        return any(_has_whole_word(part.original.casefold(), needle) for part in self.parts)
+        return any(has_whole_word(part.original.casefold(), needle) for part in self.parts)
 
     def names(self, name: str) -> bool:
         """Whether a part, the sender or a recipient names ``name`` (lower case) as a word."""
         headers = [self.message.sender, *self.message.recipients]
-        return self.mentions(name) or any(_has_whole_word(h.casefold(), name) for h in headers)
+        return self.mentions(name) or any(has_whole_word(h.casefold(), name) for h in headers)
 
     def written_by(self, name: tuple[str, ...]) -> bool:
         """Whether the message is the words of ``name`` (lower-case words): its sender, or
         the sender of a message it forwards ("From: Tom Richter <tom@...>")."""
         forwarded = (p.author for p in split_mail(self.message.body).parts if p.kind is Kind.FORWARDED and p.author)
         headers = [self.message.sender, *forwarded]
-        return any(all(_has_whole_word(h.casefold(), word) for word in name) for h in headers)
+        return any(all(has_whole_word(h.casefold(), word) for word in name) for h in headers)
 
     def in_month(self, month: str) -> bool:
         """Whether the message names ``month`` (full or abbreviated) or was sent in it."""
@@ -316,75 +237,12 @@ class Source:
         if best is None:
             for part in self.parts:
                 if part.tokens:
-                    return _passage(part, 0, 0)
+                    return passage_of(part, 0, 0)
             return Excerpt(text="", part="body", start=0, end=0, matched_quote=False)
         _, part, first = best
         tokens = part.tokens
         hits = [i for i in range(first, min(first + WINDOW, len(tokens))) if tokens[i] in words]
-        return _passage(part, hits[0], hits[-1])
-
-
-def _is_word(ch: str) -> bool:
-    return ch.isalnum() or ch == "_"
-
-
-def _has_whole_word(text: str, word: str) -> bool:
-    """``word`` (made of word characters) occurs in ``text`` as a whole ``\\w+`` token."""
-    i = text.find(word)
-    if i == -1:
-        return False
-    end = len(text)
-    while i != -1:
-        j = i + len(word)
-        if (i == 0 or not _is_word(text[i - 1])) and (j == end or not _is_word(text[j])):
-            return True
-        i = text.find(word, i + 1)
-    return False
-
-
-def _starts_word(text: str, prefix: str) -> bool:
-    """Whether a word of ``text`` starts with ``prefix``."""
-    i = text.find(prefix)
-    while i != -1:
-        if i == 0 or not _is_word(text[i - 1]):
-            return True
-        i = text.find(prefix, i + 1)
-    return False
-
-
-def has_stem(text: str, word_stem: str) -> bool:
-    """Whether a ``\\w+`` word of normalised ``text`` has the stem ``word_stem``.
-
-    :func:`stem` only strips a suffix, except ``-ies``/``-ied`` becoming ``y``: a word
-    with stem ``s`` therefore starts with ``s``, or with ``s[:-1]`` when ``s`` ends in
-    ``y``. Only the words starting so are stemmed.
-    """
-    prefix = word_stem[:-1] if word_stem.endswith("y") else word_stem
-    i = text.find(prefix)
-    while i != -1:
-        if i == 0 or not _is_word(text[i - 1]):
-            token = _WORD.match(text, i)
-            if token is not None and cached_stem(token.group()) == word_stem:
-                return True
-        i = text.find(prefix, i + 1)
-    return False
-
-
-def _short_norm(text: str) -> str:
-    """normalize() of a short header such as the sender, with a fast path for plain ASCII
-    (where it is just lower-casing, spacing aside, which word and figure scans ignore)."""
-    if text.isascii() and text.isprintable() and "&" not in text and "`" not in text:
-        return text.lower()
-    return normalize(text)
-
-
-def _passage(part: Part, first: int, last: int) -> Excerpt:
-    count = len(part.tokens)
-    pad = max(3, (PASSAGE_WORDS - (last - first + 1)) // 2)
-    first = max(0, first - pad)
-    last = min(count - 1, last + pad)
-    n_start, n_end = part.token_span(first, last)
-    return part.excerpt(n_start, n_end, matched_quote=False)
+        return passage_of(part, hits[0], hits[-1])
 
 
 class Sources:
