@@ -6,7 +6,8 @@ one :class:`RunResult` of the run.
 
 A sentence (after this service's own split) is kept only when no rule of :mod:`.rules`
 removes it. The rules run in the order of ``rules.RULES`` over the sentence's facts
-(:mod:`.facts`, each computed once); the first that removes it names why. What they ask:
+(:mod:`.facts`, each computed once); the first that removes it names why. What they ask
+(listed by subject; ``RULES`` gives the order):
 
 1. it has words (else ``empty_sentence``);
 2. its structured citations are well-formed, and it is no page long (else ``malformed``);
@@ -65,7 +66,8 @@ also its date ("Anna wrote on 29 November ...").
 
 Each citation of a kept sentence carries an excerpt cut from the stored source: the
 matched quote with its offsets when that message holds one of the sentence's quotes,
-else the passage of that message sharing the most words with the sentence.
+else the one or two sentences of that message that carry it (:mod:`shared.text.align`),
+or, when those are long or share nothing with it, the passage sharing the most words.
 """
 
 from __future__ import annotations
