@@ -26,8 +26,7 @@ from shared.messages import EvidenceMessage, Excerpt
 from shared.passages import own_text
 from shared.steering import blanked
 from shared.text import align, amounts, figures
-from shared.text.normalize import normalize
-from shared.text.words import in_english, stems_of
+from shared.text.words import in_english
 
 _WORD = re.compile(r"\w+")
 # A forwarded message's header line inside a body, not a quoted reply's ("> From: ").
@@ -36,11 +35,8 @@ _FORWARD_SUBJECT = re.compile(r"^\s*(?:(?:fwd?|wg|tr)\s*:\s*)+", re.I)
 @dataclass(frozen=True, slots=True)
 class Aligned:
     """The sentences of one message that carry a sentence (:mod:`shared.text.align`):
-    the figure keys and word stems of those units, with what any sentence of the message
-    may lean on (its sender, date and subject), and where the units are."""
+    the part they are in, the window of its units, and those units."""
 
-    keys: frozenset[figures.Key]
-    stems: frozenset[str]
     part: Part | None
     window: align.Window | None
     units: list[align.Unit]
@@ -61,7 +57,6 @@ class Source:
     message: EvidenceMessage
     parts: list[Part] = field(default_factory=list)
     _units: dict[int, list[align.Unit]] = field(default_factory=dict)
-    _context: tuple[frozenset[figures.Key], frozenset[str]] | None = None
     _figure_keys: list[frozenset[figures.Key]] | None = None
     _sender: str | None = None
     _words: dict[str, bool] = field(default_factory=dict)
@@ -91,9 +86,8 @@ class Source:
         return False
 
     def aligned(self, sentence_figures: list[figures.Figure], sentence_stems: frozenset[str]) -> Aligned:
-        """The one or two sentences (or table rows) of the message's parts that share the
-        most figures and words with a sentence, with the message's sender, date and
-        subject, which every sentence of it may lean on."""
+        """The one or two sentences (or table rows) of the message's parts, its subject
+        aside, that share the most figures and words with a sentence."""
         best: tuple[Part, align.Window, list[align.Unit]] | None = None
         for index, part in enumerate(self.parts):
             if part.name == "subject":
@@ -102,11 +96,9 @@ class Source:
             window = align.best_window(text_units, sentence_figures, sentence_stems)
             if window is not None and (best is None or window.score > best[1].score):
                 best = (part, window, text_units)
-        keys, stems = self._context_held()
         if best is None:
-            return Aligned(keys, stems, None, None, [])
-        part, window, text_units = best
-        return Aligned(keys | window.keys, stems | window.stems, part, window, text_units)
+            return Aligned(None, None, [])
+        return Aligned(*best)
 
     def _part_units(self, index: int, part: Part) -> list[align.Unit]:
         text_units = self._units.get(index)
@@ -114,17 +106,6 @@ class Source:
             csv = part.name.casefold().endswith((".csv", ".tsv"))
             text_units = self._units[index] = align.units(part.original, table=csv)
         return text_units
-
-    def _context_held(self) -> tuple[frozenset[figures.Key], frozenset[str]]:
-        if self._context is None:
-            date = self.message.date
-            keys = set(figures.source_keys(self.sender))
-            if date is not None:
-                keys.update(figures.date_keys(date.day, date.month, date.year))
-            subject = normalize(self.message.subject)
-            keys |= figures.source_keys(subject) | amounts.source_keys(subject)
-            self._context = (frozenset(keys), stems_of(_WORD.findall(f"{subject} {self.sender}")))
-        return self._context
 
     @property
     def sender(self) -> str:

@@ -8,7 +8,6 @@ about, and what a wrong sentence most often borrows from elsewhere in the messag
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 from shared.text import amounts, figures
@@ -34,12 +33,10 @@ class Unit:
 
 @dataclass(frozen=True, slots=True)
 class Window:
-    """The aligned units ``first..last`` (inclusive) of one text, and what they hold."""
+    """The aligned units ``first..last`` (inclusive) of one text, and their score."""
 
     first: int
     last: int
-    keys: frozenset[figures.Key]
-    stems: frozenset[str]
     score: int
 
 
@@ -72,13 +69,5 @@ def best_window(
             score = FIGURE_WEIGHT * found + len(sentence_stems & stems)
             shorter = best is not None and score == best.score and last - first < best.last - best.first
             if best is None or score > best.score or shorter:
-                best = Window(first, last, keys, stems, score)
+                best = Window(first, last, score)
     return best
-
-
-_SPACE = re.compile(r"\s+")
-
-
-def window_text(text: str, text_units: list[Unit], window: Window) -> str:
-    """The aligned units as one line of text."""
-    return _SPACE.sub(" ", text[text_units[window.first].start : text_units[window.last].end]).strip()

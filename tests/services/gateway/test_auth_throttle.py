@@ -6,18 +6,11 @@ import pytest
 
 from services.gateway.auth_throttle import WINDOW_SECONDS, AuthThrottle
 from services.gateway.errors import AuthThrottled
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
+from tests.fixtures.clock import FakeClock
 
 
 def test_an_address_is_refused_once_its_failures_for_the_minute_are_spent():
-    throttle = AuthThrottle(3, clock=Clock())
+    throttle = AuthThrottle(3, clock=FakeClock())
     for _ in range(3):
         throttle.check("198.51.100.7")
         throttle.failed("198.51.100.7")
@@ -28,7 +21,7 @@ def test_an_address_is_refused_once_its_failures_for_the_minute_are_spent():
 
 
 def test_the_refusal_ends_with_the_minute():
-    clock = Clock()
+    clock = FakeClock()
     throttle = AuthThrottle(1, clock=clock)
     throttle.failed("198.51.100.7")
     clock.now += WINDOW_SECONDS
@@ -39,7 +32,7 @@ def test_the_refusal_ends_with_the_minute():
 
 
 def test_the_table_of_addresses_is_bounded_and_forgets_the_least_recent_first():
-    throttle = AuthThrottle(1, max_addresses=2, clock=Clock())
+    throttle = AuthThrottle(1, max_addresses=2, clock=FakeClock())
     for address in ("a", "b", "c"):
         throttle.failed(address)
     throttle.check("a")  # forgotten
@@ -48,7 +41,7 @@ def test_the_table_of_addresses_is_bounded_and_forgets_the_least_recent_first():
 
 
 def test_a_limit_of_zero_throttles_nothing():
-    throttle = AuthThrottle(0, clock=Clock())
+    throttle = AuthThrottle(0, clock=FakeClock())
     for _ in range(100):
         throttle.failed("198.51.100.7")
     throttle.check("198.51.100.7")

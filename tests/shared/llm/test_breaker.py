@@ -3,18 +3,11 @@
 from __future__ import annotations
 
 from shared.llm.breaker import CircuitBreaker
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 100.0
-
-    def __call__(self) -> float:
-        return self.now
+from tests.fixtures.clock import FakeClock
 
 
 def test_opens_after_consecutive_failures_and_half_opens_after_reset():
-    clock = Clock()
+    clock = FakeClock()
     breaker = CircuitBreaker(failures=2, reset_seconds=10, clock=clock)
     breaker.record_failure()
     breaker.record_success()  # success resets the count
@@ -36,7 +29,7 @@ def test_opens_after_consecutive_failures_and_half_opens_after_reset():
 
 
 def test_cancelled_trial_frees_the_slot():
-    clock = Clock()
+    clock = FakeClock()
     breaker = CircuitBreaker(failures=1, reset_seconds=1, clock=clock)
     breaker.record_failure()
     clock.now += 1

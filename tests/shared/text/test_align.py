@@ -3,7 +3,7 @@ sentence of an answer."""
 
 from __future__ import annotations
 
-from shared.text.align import best_window, units, window_text
+from shared.text.align import best_window, units
 from shared.text.figures import normalize_figures, sentence_figures
 from shared.text.words import LETTERS, STOP_WORDS, stem
 
@@ -20,7 +20,7 @@ def aligned(sentence: str, text: str, *, table: bool = False) -> str:
     text_units = units(text, table=table)
     window = best_window(text_units, sentence_figures(norm, sentence), stems)
     assert window is not None
-    return window_text(text, text_units, window)
+    return " ".join(text[text_units[window.first].start : text_units[window.last].end].split())
 
 
 def test_a_sentence_aligns_to_the_one_sentence_that_holds_its_figures():
