@@ -13,6 +13,7 @@ recorded (no ``--answerer`` re-run): a rule of the verifier is measured on its i
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sys
 from collections import Counter
@@ -33,7 +34,12 @@ PARTS = {
     "off_question: what the question pins": ("off_question", lambda *a, **k: None),
     "off_question: the question's words off the thread": ("off_topic", lambda *a, **k: None),
     "off_question: what a when/how-much question asks of": ("asked_of", lambda *a, **k: None),
-    "unsupported_claim: a yes without the act done": ("done_form", lambda *a, **k: False),
+}
+# What the question pins (services/verifier/question.py), each cleared in turn: the field
+# of ``Pinned`` and its empty value.
+PINS = {
+    "codes": (), "names": (), "months": (), "quarters": (), "weeks": (), "versions": (), "identifies": (),
+    "speakers": (), "kinds": (), "which": (), "amount_of": (), "polar": False, "asks": None,
 }
 
 
@@ -82,6 +88,15 @@ def counts_for(report_path: Path) -> dict[str, dict[str, int]]:
             out[name] = _tally(questions, full, _kept(report, questions, drafts))
         finally:
             setattr(rules, attribute, original)
+    pinned = service.pinned
+    for field, empty in PINS.items():
+        service.pinned = lambda question, field=field, empty=empty: dataclasses.replace(
+            pinned(question), **{field: empty}
+        )
+        try:
+            out[f"pin: {field}"] = _tally(questions, full, _kept(report, questions, drafts))
+        finally:
+            service.pinned = pinned
     return out
 
 

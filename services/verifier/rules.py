@@ -18,10 +18,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from services.verifier.facts import SentenceFacts
-from services.verifier.question import AMOUNT, WHEN
 from services.verifier.topic import MAX_OFFENDING_WORDS, off_question, off_topic
 from shared.messages import RemovalReason
-from shared.text.words import cached_stem
 
 # Share of a sentence's content words that may be missing from its cited messages before
 # it is removed as an unsupported claim (strictly more is removed). Calibrated on the
@@ -35,8 +33,6 @@ MIN_CONTENT_WORDS = 3
 # The longest answer sentence kept: far above any sentence a right answer has, far
 # below a page.
 MAX_SENTENCE_CHARS = 2000
-# Words of a "how much" / "when" question that ask rather than name what is asked of.
-_ASKING = frozenset(cached_stem(w) for w in "much many long need exactly".split())
 
 
 @dataclass(frozen=True)
@@ -78,13 +74,10 @@ def unknown_citation(f: SentenceFacts, threshold: float) -> Removal | None:
 def off_question_rule(f: SentenceFacts, threshold: float) -> Removal | None:
     """What the question pins down that the sources never name (:func:`.topic.off_question`);
     the question's words the sentence repeats but its sources' threads never use
-    (:func:`.topic.off_topic`); what a "when" or "how much" question asks of, when the
-    sentence gives a figure and no cited thread names it (:func:`asked_of`)."""
+    (:func:`.topic.off_topic`)."""
     offending = off_question(f.question, f.sources, list(f.cited), f.clean) if f.question else None
     if offending is None:
         offending = off_topic(f.question, f.content, f.sources, list(f.cited), f.own_words)
-    if offending is None and f.figures:
-        offending = asked_of(f)
     return None if offending is None else Removal("off_question", offending)
 
 
@@ -129,26 +122,6 @@ def unsupported_claim(f: SentenceFacts, threshold: float) -> Removal | None:
         if (f.negated and missing) or (f.claim and len(missing) / len(f.claim) > threshold):
             return Removal("unsupported_claim", " ".join(missing[:MAX_OFFENDING_WORDS]))
     return None
-
-
-def asked_of(f: SentenceFacts) -> str | None:
-    """The words naming what a "when" or "how much" question asks of, when no cited
-    thread holds any of them. The date of Alice's "flying to Hamburg on 23 April" is no
-    time to be at the airport, nor a freight quote's price what the movers charge: a
-    figure is an answer only about what the question asks of. Names and months are
-    checked as such (:func:`.topic.off_question`), and what "how much VAT" asks of by the
-    check of the asked figure; mail in another language is judged by its figures alone."""
-    question = f.question
-    if question.asks not in (WHEN, AMOUNT) or question.amount_of:
-        return None
-    named = {cached_stem(n) for n in (*question.names, *question.months)}
-    subject = sorted(question.words - named - _ASKING)
-    if not subject or not any(source.english for source in f.cited_sources):
-        return None
-    context = f.sources.threads_of(list(f.cited))
-    if any(source.has_word(w, w) for w in subject for source in context):
-        return None
-    return " ".join(subject[:MAX_OFFENDING_WORDS])
 
 
 # The one reason each rule gives.

@@ -34,17 +34,10 @@ removes it. The rules run in the order of ``rules.RULES`` over the sentence's fa
    ("scheduled", "takes place") do not count either;
 8. what the question pins down is named by its sources (else ``off_question``,
    offending: what is missing; see :mod:`.question`): a code (an invoice, claim or
-   order number), a numbered week ("week 15", "KW 15") or a version ("the final
-   invoice", "the corrected invoice") by a cited message; a proper name, a month, a
-   quarter ("Q2", or the question's "quarterly review" with no other quarter named) or
-   what an identifier is of ("my seat number", "the alarm code") by a cited message or
-   another message of its thread. A true sentence about another invoice, another
-   tenant's claim or April's bill does not answer about this one. Nor does a sentence
-   that repeats the question's words when most of them (at least two) appear nowhere in
-   its cited messages' threads: it took its subject from the question and its facts
-   from a message about something else. When the thread holds one of them and the
-   sentence adds words of its own that its sources hold, it is an answer in other words
-   and stays;
+   order number) or a version ("the final invoice", "the corrected invoice") by a cited
+   message; a proper name or a month by a cited message or another message of its
+   thread. A true sentence about another invoice, another tenant's claim or April's
+   bill does not answer about this one;
 9. it does not stand only on messages their senders corrected when the corrections do
    not say it too (else ``superseded``, offending: the old figure or word; see
    :mod:`.corrections`).
@@ -52,7 +45,7 @@ removes it. The rules run in the order of ``rules.RULES`` over the sentence's fa
 A sentence code added for the details an earlier one leaves out (``completes``, see
 ``services/answerer/details.py`` and ``left_out.py``) goes when that sentence goes
 (``answer_removed``): a source's particulars answer nothing on their own. For the same
-reason its own message need not name the question's code or week (rule 8): the sentence
+reason its own message need not name the question's code (rule 8): the sentence
 it completes does ("the chairs invoice was paid today" completing the answer about
 INV-2024-0173). ``completes`` must name an earlier sentence of the draft, else the
 sentence is ``malformed``: the draft comes from a stage that acts on model output.
@@ -198,7 +191,7 @@ def verify(
         kept_by_unit.append([])
         if completes is not None and completes >= unit:
             # Only an earlier sentence can be completed; any other index would let a
-            # sentence skip the question's codes and weeks and stand on its own.
+            # sentence skip the question's codes and stand on its own.
             verdict.removed.extend(
                 RemovedSentence(text=sentence.text, reason="malformed", offending=f"completes={completes}")
                 for sentence in sentences
@@ -208,9 +201,9 @@ def verify(
             completing.append((unit, completes))
         for sentence in sentences:
             # A sentence code added to complete another is about what that one is about,
-            # which names the question's codes and weeks, and goes if that one goes: Bob's
+            # which names the question's codes, and goes if that one goes: Bob's
             # "the chairs invoice was paid today" completes the answer about INV-2024-0173.
-            own = dataclasses.replace(pins, codes=(), weeks=()) if completes is not None else pins
+            own = dataclasses.replace(pins, codes=()) if completes is not None else pins
             outcome = _check(sentence.text, inherited, malformed, sources, unsupported_threshold, own)
             if isinstance(outcome, AnswerSentence):
                 verdict.kept.append(outcome)
@@ -226,7 +219,7 @@ def verify(
                 verdict.kept.remove(s)
                 verdict.removed.append(RemovedSentence(text=s.text, reason="answer_removed"))
     if pins.asks and verdict.kept and "asked_figure_missing" not in SWITCHED_OFF and not any(
-        gives(pins.asks, s.text, months=pins.months, of=pins.amount_of) for s in verdict.kept
+        gives(pins.asks, s.text, months=pins.months) for s in verdict.kept
     ):
         # Each sentence may be true, but none gives what was asked ("how much" answered
         # without an amount): together they do not answer.
