@@ -23,11 +23,11 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
-from shared import asked
 from shared.fencing import Fence
 from shared.mail_parts import forwarded, split_mail
 from shared.messages import DraftSentence, EvidenceMessage
 from shared.steering import steers, without_steering
+from shared.text.question import CODE
 from shared.text.words import prefix_stems
 from shared.textcache import cached_text
 from shared.tools import one_of, tool_prompt_text
@@ -60,8 +60,8 @@ def _ranking_stems(text: str) -> set[str]:
     """:func:`~shared.text.words.prefix_stems` for ranking, with each code (INV-2024-0173) one word: cut at its
     hyphens, every invoice of 2024 shares "inv" and "2024" with the question, and an
     invoice of the same year outranked the reply saying the asked one was paid."""
-    codes = {m.group().casefold() for m in asked.CODE.finditer(text)}
-    return prefix_stems(asked.CODE.sub(" ", text)) | codes if codes else prefix_stems(text)
+    codes = {m.group().casefold() for m in CODE.finditer(text)}
+    return prefix_stems(CODE.sub(" ", text)) | codes if codes else prefix_stems(text)
 
 
 @lru_cache(maxsize=8192)

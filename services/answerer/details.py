@@ -28,9 +28,10 @@ from dataclasses import dataclass
 
 from services.answerer.statements import attachment_sentences, quotable, sentences, statement
 from services.answerer.values import details, given
-from shared import asked
 from shared.messages import DraftSentence, EvidenceMessage
 from shared.passages import sender_name
+from shared.text import question as asked
+from shared.text.shapes import missing
 from shared.text.words import prefix_stems as stems
 
 # A sentence the answer is made from shares at least this many of the answer's
@@ -65,7 +66,7 @@ def detail_statements(
         return []
     first = answer[0].text
     have = given(details(" ".join(s.text for s in answer)))
-    wanted = _Wanted(question, stems(first), stems(question), have, set(asked.missing(question, [first])))
+    wanted = _Wanted(question, stems(first), stems(question), have, set(missing(question, [first])))
     sources = [m for m in evidence if m.message_id in answer[0].citations]
     # The mail's own words first, then what they announce; an attachment's sentences
     # only when neither holds a detail (the KPI report's table, not the mail's summary
@@ -103,7 +104,7 @@ def _made_from(
             # Its words, not its figures: a figure alone ("EUR 100 million" for "$100")
             # is how an answer about something else borrows a source.
             shared = len(wanted.answer_words & words)
-            gives_lacking = wanted.lacking - set(asked.missing(wanted.question, [sentence]))
+            gives_lacking = wanted.lacking - set(missing(wanted.question, [sentence]))
             if gives_lacking and (wanted.answer_words | wanted.question_words) & words:
                 shared += MIN_SHARED  # gives what the question asks and the answer lacks
             if shared >= MIN_SHARED:

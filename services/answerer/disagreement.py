@@ -22,9 +22,9 @@ from dataclasses import dataclass
 
 from services.answerer.statements import quotable, sentences, statement
 from services.answerer.values import amounts, dates
-from shared import asked
 from shared.messages import DraftSentence, EvidenceMessage
 from shared.text import calendar
+from shared.text import question as asked
 from shared.text.words import prefix_stems as stems
 
 MAX_ADDED = 2

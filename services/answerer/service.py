@@ -22,8 +22,8 @@ from services.answerer.details import with_details
 from services.answerer.disagreement import with_other_statements
 from services.answerer.left_out import with_left_out
 from services.answerer.prompts import answer_messages
-from shared import asked, streams
 from shared import passages as P
+from shared import streams
 from shared.bus import publish
 from shared.fencing import Fence
 from shared.llm import ModelClient
@@ -40,6 +40,9 @@ from shared.messages import (
     VerificationRequested,
 )
 from shared.runstore import RunStore
+from shared.text import calendar
+from shared.text.question import codes
+from shared.text.shapes import missing
 from shared.text.words import prefix_stems
 
 
@@ -112,7 +115,7 @@ class Answerer:
 
         The first sentence is the answer; one written again is kept once. A later one must restate what the question
         is about (half its content words, at least two), give a part of the question
-        the sentences before it left out (:func:`shared.asked.missing`), or go on with
+        the sentences before it left out (:func:`shared.text.shapes.missing`), or go on with
         the first sentence's own subject (not a month, a weekday or a currency) and a
         figure, naming no code that nothing before it names ("... because of a
         deductible." "The deductible is EUR 225.00."). The small model pads its answer with whatever
@@ -162,7 +165,9 @@ class Answerer:
 
 _DIGIT = re.compile(r"\d")
 # Words two sentences share without sharing a subject: a month, a weekday, a currency.
-_NOT_A_SUBJECT = frozenset(w[:5] for w in (*asked.MONTH_NAMES, *asked.WEEKDAY_NAMES, "eur", "usd", "gbp", "chf"))
+_NOT_A_SUBJECT = frozenset(
+    w[:5] for w in (*calendar.MONTH_NAMES["en"], *calendar.WEEKDAY_NAMES["en"], "eur", "usd", "gbp", "chf")
+)
 _NOT_WORD = re.compile(r"\W+")
 
 
@@ -195,9 +200,9 @@ def _addresses(question: str, before: list[str], sentence: str) -> bool:
     own = prefix_stems(sentence)
     if len(own & wanted) >= min(len(wanted), max(2, len(wanted) // 2)):
         return True
-    if len(asked.missing(question, [*before, sentence])) < len(asked.missing(question, before)):
+    if len(missing(question, [*before, sentence])) < len(missing(question, before)):
         return True
-    if set(asked.codes(sentence)) - set(asked.codes(" ".join([question, *before]))):
+    if set(codes(sentence)) - set(codes(" ".join([question, *before]))):
         return False  # a code nothing before names is another thing's: "claim CLM-2023-48810 was settled"
     subject = {w for w in (own & prefix_stems(before[0])) - wanted - _NOT_A_SUBJECT if not w.isdigit()}
     return bool(_DIGIT.search(sentence)) and bool(subject)

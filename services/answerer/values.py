@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import re
 
-from shared import asked
 from shared.text import calendar
+from shared.text.question import CODE
 
 # A month by its first three letters ("Sept.", "March").
 _MONTHS = {name[:3]: n for n, name in enumerate(calendar.MONTH_NAMES["en"], 1)}
@@ -77,7 +77,7 @@ def details(text: str) -> set[str]:
     for pattern in (_AMOUNT, _DAY_MONTH, _MONTH_DAY, _ISO, _DOTTED):
         rest = pattern.sub(" ", rest)
     found |= {f"month:{_MONTHS[m.group(1)[:3].casefold()]}" for m in _MONTH_ALONE.finditer(rest)}
-    for pattern, kind in ((_URL, "link"), (_EMAIL, "email"), (asked.CODE, "code")):
+    for pattern, kind in ((_URL, "link"), (_EMAIL, "email"), (CODE, "code")):
         for m in pattern.finditer(rest):
             found.add(f"{kind}:{m.group().casefold().rstrip('.,;')}")
         rest = pattern.sub(" ", rest)

@@ -10,9 +10,35 @@ from typing import Any
 from shared.fencing import Fence
 from shared.messages import ToolOutcome
 from shared.passages import ANSWER, SYSTEM, Passage, user_turn
+from shared.text import question as asked
 
 SEARCH = """The passages above do not answer the question. Give up to 3 searches in "searches" that could find the answer: use the exact words, names and numbers of the question or the passages, mode "keyword" for names, numbers and codes. Add a filter only when the question asks for it. If no search could help, give an empty list.
 {steps}"""  # noqa: E501 (the model reads the prompt's lines as they are)
+
+
+# What each kind of fact is called when the model is asked to add it.
+WANTED = {
+    asked.TIME: "the time",
+    asked.DATE: "the date",
+    asked.WHEN: "the date or time",
+    asked.AMOUNT: "the amount",
+    asked.PLACE: "the place (the address or room)",
+    asked.PERSON: "the person's name",
+    asked.CONTACT: "how to reach them (phone number or e-mail address)",
+    asked.LINK: "the link",
+    asked.ACCOUNT: "the account (IBAN or account number)",
+}
+
+
+def add_missing(kinds: list[str]) -> str:
+    """The follow-up instruction asking the model to add what its answer left out."""
+    wanted = [WANTED[k] for k in kinds]
+    what = wanted[0] if len(wanted) == 1 else ", ".join(wanted[:-1]) + " and " + wanted[-1]
+    return (
+        f'Your answer leaves out {what} that the question asks for. Write the whole answer again in "answer", '
+        f"adding {what} exactly as the passages give it. If the passages do not give it, write your answer again "
+        "unchanged."
+    )
 
 
 def attempt_messages(question: str, passages: list[Passage], notes: list[str], fence: Fence) -> list[dict[str, Any]]:

@@ -34,11 +34,11 @@ from pydantic import BaseModel
 
 from services.planner import metrics
 from services.planner.filters import drop_unasked, has_filters
-from services.planner.prompts import attempt_messages, search_messages, search_note
+from services.planner.prompts import add_missing, attempt_messages, search_messages, search_note
 from services.planner.repository import PlannerRepository
 from services.planner.schemas import RunState, call_models, search_model
-from shared import asked, streams
 from shared import passages as P
+from shared import streams
 from shared.fencing import Fence
 from shared.llm import ModelClient
 from shared.llm.bookkeeping import ModelCall, call_model
@@ -55,6 +55,7 @@ from shared.messages import (
     VerificationRequested,
     WidenAttempt,
 )
+from shared.text.shapes import missing
 
 MAX_CALLS_PER_STEP = 3
 FIRST_SEARCH_LIMIT = 8
@@ -176,25 +177,25 @@ class Planner:
         self, run: RunRequested, messages: list[dict[str, Any]], schema: type[BaseModel], reply: ModelCall
     ) -> ModelCall:
         """The attempt, completed: when its answer leaves out a part the question asks
-        for (:mod:`shared.asked`), the model is asked once, in the same
+        for (:func:`shared.text.shapes.missing`), the model is asked once, in the same
         conversation, to add it. The second answer is taken only when it leaves out
         less; both calls are counted. The follow-up shares the attempt's prompt, so a
         server that caches prefixes reads only the reply and the request."""
         if reply.value is None or not reply.value.answer:
             return reply
-        lacking = asked.missing(run.question, [s.text for s in reply.value.answer])
+        lacking = missing(run.question, [s.text for s in reply.value.answer])
         if not lacking or time.time() >= run.deadline:
             return reply
         follow = [
             *messages,
             {"role": "assistant", "content": reply.value.model_dump_json()},
-            {"role": "user", "content": asked.request(lacking)},
+            {"role": "user", "content": add_missing(lacking)},
         ]
         again = await call_model(self.model, "decide", follow, schema, name="planner_answer", deadline=run.deadline)
         better = (
             again.value is not None
             and again.value.answer
-            and len(asked.missing(run.question, [s.text for s in again.value.answer])) < len(lacking)
+            and len(missing(run.question, [s.text for s in again.value.answer])) < len(lacking)
         )
         metrics.COMPLETIONS.labels("second" if better else "first").inc()
         return dataclasses.replace(

@@ -4,20 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from shared.asked import missing, parts, request
-
-
-def test_a_question_splits_into_its_parts_each_with_what_it_asks_for():
-    assert parts("When does the night shift start, what are the hours, and who leads it?") == [
-        ("When does the night shift start", frozenset({"when"})),
-        ("what are the hours", frozenset({"time"})),
-        ("who leads it", frozenset({"person"})),
-    ]
-
-
-def test_nouns_name_what_a_single_part_asks_for():
-    (part,) = parts("Based on the emails, give me the date, time and place of the Sprinter windscreen repair.")
-    assert part[1] == {"date", "time", "place"}
+from shared.text.shapes import missing
 
 
 @pytest.mark.parametrize(
@@ -49,9 +36,3 @@ def test_nouns_name_what_a_single_part_asks_for():
 )
 def test_an_answer_leaves_out_the_parts_it_shows_no_shape_for(question, answer, left_out):
     assert missing(question, [answer]) == left_out
-
-
-def test_the_request_names_everything_left_out():
-    text = request(["time", "place"])
-    assert "the time and the place" in text
-    assert "unchanged" in text
