@@ -23,19 +23,11 @@ from dataclasses import dataclass
 from services.answerer.statements import quotable, sentences, statement
 from services.answerer.values import amounts, dates
 from shared.messages import DraftSentence, EvidenceMessage
-from shared.text import calendar
 from shared.text import question as asked
 from shared.text.words import prefix_stems as stems
 
 MAX_ADDED = 2
 
-_WORD = re.compile(r"[^\W\d_][\w&-]*")
-_ABBREVIATED = [a for a, _ in (*calendar.MONTH_ABBREVIATIONS["en"], *calendar.WEEKDAY_OTHER_NAMES["en"])]
-_NOT_NAME = re.compile(
-    rf"i|q[1-4]|(?:{'|'.join(_ABBREVIATED)})\.?"
-    rf"|{'|'.join(calendar.MONTH_NAMES['en'])}|{'|'.join(calendar.WEEKDAY_NAMES['en'])}",
-    re.I,
-)
 # Words that ask rather than name what the question is about (as shared.text.words.prefix_stems
 # cuts them).
 _ASKING = stems("much many long often get got say said tell know check look find see")
@@ -63,13 +55,6 @@ class Subject:
     codes: tuple[str, ...]
     names: list[str]
     words: set[str]
-
-
-def _names(question: str) -> list[str]:
-    """Capitalised words past the question's first word, but months, weekdays and
-    quarters: the names of who or what it is about ("Initech", "Fabrikam")."""
-    words = _WORD.findall(question)[1:]
-    return [w.casefold() for w in words if w[:1].isupper() and not _NOT_NAME.fullmatch(w)]
 
 
 def _about(subject: Subject, m: EvidenceMessage, sentence: str) -> int:
@@ -102,7 +87,8 @@ def other_statements(
     # the other version, often worded past what the source says (see with_other_statements).
     said = answer[0].text
     cited = set(answer[0].citations)
-    subject = Subject(asked.codes(question), _names(question), stems(question) - _ASKING)
+    pinned = asked.pins(question)
+    subject = Subject(pinned.codes, list(pinned.names), stems(question) - _ASKING)
     found: list[tuple[int, float, frozenset, DraftSentence]] = []
     for m in evidence:
         if m.message_id in cited:

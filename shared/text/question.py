@@ -139,6 +139,7 @@ class Pins:
 
 MONTHS = list(calendar.MONTH_NAMES["en"])
 _MONTH_ABBR = {a: MONTHS[n - 1] for a, n in calendar.MONTH_ABBREVIATIONS["en"]} | {"may": "may"}
+_WEEKDAYS = frozenset(calendar.weekday_numbers("en", abbreviations=True))
 _CLAUSE = re.compile(r"[^.?!]+")
 _WORD = re.compile(r"[^\W\d_][\w&]*(?:-[\w&]+)*(?:['’]s\b)?")
 # A domain or address the question names (invoice-check.example, jobs@acme.example).
@@ -184,7 +185,7 @@ def pins(question: str) -> Pins:
     only a month counts there. Every German noun is capitalised too, and pinned like a
     name: the thread must use it (on the real set's German questions this removes more
     wrong sentences than right ones; docs/evaluation.md). Codes are matched as codes,
-    not again as names.
+    not again as names; a weekday is a day, not a name.
     """
     names: list[str] = [m.group().casefold() for m in _DOMAIN.finditer(question)]
     without_codes = _DOMAIN.sub(" ", CODE.sub(" ", question))
@@ -203,7 +204,7 @@ def pins(question: str) -> Pins:
             if _QUARTER.fullmatch(word):
                 quarters.append(word.casefold())
                 continue
-            if i == 0 or word.casefold() in _NOT_NAMES:
+            if i == 0 or word.casefold() in _NOT_NAMES | _WEEKDAYS:
                 continue
             # "Munich-Lyon", "M-AC": each part is a name; a lone letter ("hall B") is
             # too short to look for.
