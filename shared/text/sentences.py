@@ -189,12 +189,9 @@ _ITEM = r"[ \t]*(?:[-*•–]|\d{1,2}[.)])[ \t]"
 
 
 def prose_sentences(text: str) -> list[str]:
-    """The sentences of mail prose. A wrapped line goes on with the next; a blank line, a
-    sentence end or a list item stops it: each item of a list states its own thing
-    ("- Forklift training certificates renewed" / "- Two new pickers start Monday" is not
-    one sentence)."""
-    text = re.sub(rf"(?<![.!?:\n])\n(?!\n|{_ITEM})", " ", text)
-    return [s.strip() for s in _MAIL_SENTENCE_END.split(text) if s.strip()]
+    """The sentences of mail prose (see :func:`prose_sentence_spans`), a wrapped line
+    joined to the next."""
+    return [text[start:end].replace("\n", " ") for start, end in prose_sentence_spans(text)]
 
 
 def table_sentences(name: str, text: str) -> list[str]:
@@ -202,30 +199,19 @@ def table_sentences(name: str, text: str) -> list[str]:
     table (a line with "|", or any line of a CSV file) after its header row and an
     ellipsis ("KPI | March | February ... On-time delivery | 94.1% | 95.6%"): a figure in
     a table means nothing without its column."""
-    out: list[str] = []
     csv = name.casefold().endswith((".csv", ".tsv"))
-    header: str | None = None
-    prose: list[str] = []
-    for line in text.splitlines():
-        if not (csv and line.strip()) and "|" not in line:
-            header = None
-            prose.append(line)
-            continue
-        out.extend(prose_sentences("\n".join(prose)))
-        prose = []
-        row = line.strip()
-        if header is None:
-            header = row
-            out.append(row)
-        else:
-            out.append(f"{header} ... {row}")
-    out.extend(prose_sentences("\n".join(prose)))
-    return out
+    return [
+        f"{header} ... {text[start:end]}" if header else text[start:end].replace("\n", " ")
+        for start, end, header in unit_spans(text, csv=csv)
+    ]
 
 
 def prose_sentence_spans(text: str, offset: int = 0) -> list[tuple[int, int]]:
-    """The ``[start, end)`` of each sentence :func:`prose_sentences` finds, in ``text``
-    (shifted by ``offset``): joining a wrapped line changes no character's place."""
+    """The ``[start, end)`` of each sentence of mail prose in ``text`` (shifted by
+    ``offset``). A wrapped line goes on with the next; a blank line, a sentence end or a
+    list item stops it: each item of a list states its own thing ("- Forklift training
+    certificates renewed" / "- Two new pickers start Monday" is not one sentence).
+    Joining a wrapped line changes no character's place."""
     joined = re.sub(rf"(?<![.!?:\n])\n(?!\n|{_ITEM})", " ", text)
     spans, start = [], 0
     for end_match in [*_MAIL_SENTENCE_END.finditer(joined), None]:
