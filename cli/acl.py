@@ -8,7 +8,7 @@ import secrets
 from pathlib import Path
 
 TEMPLATE = Path(__file__).resolve().parent.parent / "deploy" / "redis" / "users.acl.in"
-USERS = ("admin", "gateway", "searcher", "planner", "answerer", "verifier")
+USERS = ("admin", "gateway", "searcher", "planner", "answerer", "verifier", "sync")
 
 
 def _user_lines(template: Path) -> list[str]:

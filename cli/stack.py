@@ -37,6 +37,7 @@ WORKERS = {
     "planner": "services.planner.worker",
     "answerer": "services.answerer.worker",
     "verifier": "services.verifier.worker",
+    "sync": "services.sync.worker",
 }
 
 
@@ -55,7 +56,12 @@ class Secrets:
     @classmethod
     def load_or_create(cls, path: Path) -> Secrets:
         if path.exists():
-            return cls(**json.loads(path.read_text()))
+            kept = cls(**json.loads(path.read_text()))
+            missing = [u for u in USERS if u not in kept.passwords]
+            if missing:  # a user added since the file was written (an upgrade)
+                kept.passwords.update({u: secrets.token_urlsafe(24) for u in missing})
+                write_private(path, json.dumps(kept.__dict__))
+            return kept
         made = cls(
             passwords={u: secrets.token_urlsafe(24) for u in USERS},
             scope_key=secrets.token_urlsafe(32),

@@ -12,6 +12,13 @@ if ! command -v redis-server >/dev/null 2>&1; then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq redis-server >/dev/null
 fi
 # The Debian package starts a system-wide server on 6379; pmsearch runs its own.
+# Dovecot: the tests of the IMAP sync run a real one (tests/fixtures/dovecot.py).
+if ! command -v dovecot >/dev/null 2>&1; then
+  echo "bootstrap: installing dovecot-imapd (Debian, for the IMAP sync's tests)"
+  SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq dovecot-imapd >/dev/null
+fi
 
 PY=${PYTHON:-python3}
 if [ ! -x .venv/bin/python ]; then

@@ -69,8 +69,10 @@ CHANNELS: tuple[Channel, ...] = (
             "A direct keyword, semantic or hybrid search; the reply goes to `pm:reply:{request_id}`."),
     Channel("lookups", streams.LOOKUPS, m.LookupRequested, ("gateway",), streams.GROUP[streams.LOOKUPS],
             "A read-only tool call outside any run (MCP `read_message`); the reply goes to `pm:reply:{request_id}`."),
-    Channel("ingest", streams.INGEST, m.IngestRequested, ("gateway",), streams.GROUP[streams.INGEST],
+    Channel("ingest", streams.INGEST, m.IngestRequested, ("gateway", "sync"), streams.GROUP[streams.INGEST],
             "Raw RFC 822 mail to import; each entry is deleted once handled."),
+    Channel("withdrawn", streams.WITHDRAWN, m.DeliveryWithdrawn, ("sync",), streams.GROUP[streams.WITHDRAWN],
+            "Deliveries that ended on a mail server (expunged or moved away): removed from the index."),
     # The key's braces are a Redis Cluster hash tag: the address `pm:run:{abc}:progress`
     # is the parameter run_id=abc.
     Channel("runProgress", streams.progress_key("run_id"), m.ProgressEvent, ("planner", "searcher", "verifier"),

@@ -287,6 +287,18 @@ class IngestRequested(Contract):
     raw: list[str]  # RFC 822 messages, base64
 
 
+class DeliveryWithdrawn(Contract):
+    """Messages no longer in a mailbox's folder on its mail server (expunged, or moved to
+    another folder): that delivery is removed from each. A message with no delivery
+    left is found by no search; one moved is the same message with its new delivery."""
+
+    schema_version: Literal[1] = SCHEMA_VERSION
+    tenant_id: str
+    mailbox: str
+    folder: str
+    message_ids: list[str] = Field(max_length=1000)
+
+
 class IngestItem(Contract):
     """One message's outcome. ``duplicate``: that content was indexed already (a new
     mailbox or folder it was delivered to is recorded on it)."""

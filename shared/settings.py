@@ -212,6 +212,28 @@ class VerifierSettings(ServiceSettings):
     """No model credentials, by design: the verifier cannot call a model."""
 
 
+class SyncSettings(ServiceSettings):
+    """The sync stage (services/sync): which mailboxes to keep current, and its bounds.
+    Credentials are never settings: the file names where each is read from."""
+
+    # The YAML file of IMAP sources and LMTP recipients (docs/design.md, "Mail arrives
+    # by itself"); without one the stage syncs nothing and says so.
+    sync_config: Path | None = None
+    # A message larger than this is not fetched (counted, logged by UID); as for ingest.
+    sync_max_message_bytes: int = Field(default=25 * 1024 * 1024, ge=1024)
+    # Messages sent to the searcher in one ingest request.
+    sync_batch: int = Field(default=20, ge=1, le=500)
+    # How long one ingest request may take before the folder's sync is tried again.
+    sync_ingest_timeout_seconds: float = Field(default=300.0, gt=0)
+    # Waits after a failed connection or login: doubling from the first to the last.
+    sync_backoff_first_seconds: float = Field(default=5.0, gt=0)
+    sync_backoff_max_seconds: float = Field(default=900.0, gt=0)
+    # The LMTP listener (off without a port) and the most bytes one DATA may carry.
+    lmtp_host: str = "127.0.0.1"
+    lmtp_port: int | None = None
+    lmtp_max_message_bytes: int = Field(default=25 * 1024 * 1024, ge=1024)
+
+
 S = TypeVar("S", bound=BaseSettings)
 
 
@@ -226,6 +248,11 @@ def load(cls: type[S]) -> S:
             for e in exc.errors()
         )
         raise SystemExit(f"pmsearch {cls.__name__.removesuffix('Settings').lower()}: cannot start: {problems}") from None
+
+
+@lru_cache
+def sync_settings() -> SyncSettings:
+    return load(SyncSettings)
 
 
 @lru_cache

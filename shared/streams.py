@@ -19,7 +19,9 @@ DRAFT_STREAMS = (DRAFTS_FROM_PLANNER, DRAFTS_FROM_ANSWERER, DRAFTS_FROM_WATCHDOG
 # it; nothing writes to it.
 LEGACY_DRAFTS = "pm:drafts"
 QUERIES = "pm:queries"  # direct keyword / semantic / hybrid searches from the gateway
-INGEST = "pm:ingest"  # raw RFC 822 from the admin API
+INGEST = "pm:ingest"  # raw RFC 822 from the admin API, the IMAP sync and the LMTP listener
+# Deliveries that ended on a mail server (a message expunged or moved out of a folder).
+WITHDRAWN = "pm:withdrawn"
 LOOKUPS = "pm:lookups"  # read-only tool calls outside a run (the MCP read_message tool)
 
 # Consumer groups: one per stage; replicas of a stage share it.
@@ -29,6 +31,7 @@ GROUP = {
     TOOLS: "searcher",
     QUERIES: "searcher",
     INGEST: "searcher",
+    WITHDRAWN: "searcher",
     LOOKUPS: "searcher",
     ANSWERS: "answerer",
     **{stream: "verifier" for stream in (*DRAFT_STREAMS, LEGACY_DRAFTS)},

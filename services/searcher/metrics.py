@@ -19,6 +19,9 @@ SCOPE_REFUSED = Counter("pm_scope_refused_total", "Messages refused for a missin
 SEARCHES = Counter("pm_searches_total", "Direct searches, by mode and result.", ["mode", "result"])
 SEARCH_SECONDS = Histogram("pm_search_seconds", "Direct search time at the searcher.", ["mode"], buckets=BUCKETS)
 INGESTED = Counter("pm_ingest_messages_total", "Messages offered for ingest, by status.", ["status"])
+WITHDRAWN = Counter(
+    "pm_ingest_withdrawn_total", "Deliveries removed because their mail server no longer holds the message there."
+)
 MESSAGE_ID_COLLISIONS = Counter(
     "pm_ingest_message_id_collisions_total",
     "Messages imported under a Message-ID their tenant already holds with other content (kept apart).",

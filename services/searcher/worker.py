@@ -22,6 +22,7 @@ from services.searcher.index.base import IndexFilter
 from services.searcher.index.layout import EmbedderMismatch
 from services.searcher.ingest.limits import IngestLimits
 from services.searcher.ingest.service import Ingester
+from services.searcher.ingest.withdraw import withdraw
 from services.searcher.onnx_embedder import EmbedderUnavailable
 from services.searcher.query_cache import QueryEmbeddingCache
 from services.searcher.repository import ScopedMailRepository
@@ -31,6 +32,7 @@ from shared.bus import connect, publish
 from shared.errors import PmError, ScopeError
 from shared.health import serve
 from shared.messages import (
+    DeliveryWithdrawn,
     EvidenceMessage,
     IngestItem,
     IngestReplied,
@@ -188,6 +190,13 @@ class Searcher:
         await self._reply(req.request_id, IngestReplied(request_id=req.request_id, items=items,
                                                         index_id=self.index.index_id))
 
+    async def on_withdrawn(self, req: DeliveryWithdrawn, delivery: Delivery) -> None:
+        async with self.write_lock:
+            removed = await self._off_loop(
+                withdraw, self.index, req.tenant_id, req.mailbox, req.folder, req.message_ids
+            )
+        metrics.WITHDRAWN.inc(removed)
+
     # ------------------------------------------------------------ Redis writes
 
     async def _reply(self, request_id: str, reply: Any) -> None:
@@ -246,6 +255,7 @@ def build_app(
     # One import at a time: it holds the index's write lock (and minutes of CPU). Raw
     # mail is deleted from the stream once handled, not kept for the trim window.
     worker.subscribe(streams.INGEST, IngestRequested, searcher.on_ingest, forget=True)
+    worker.subscribe(streams.WITHDRAWN, DeliveryWithdrawn, searcher.on_withdrawn)
     worker.on_start(searcher.setup)
     worker.check_ready("index", searcher.check_index)
     worker.on_stop(searcher.close)

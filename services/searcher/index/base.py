@@ -92,8 +92,8 @@ class ChunkPayload(BaseModel):
 
     @model_validator(mode="after")
     def _derive(self) -> ChunkPayload:
-        if not self.deliveries and not self.quarantined_deliveries:
-            raise ValueError("a message needs at least one delivery")
+        # Ingest writes every message with a delivery; one whose deliveries all ended on
+        # their mail servers (ingest/withdraw.py) has none left and matches no filter.
         for name, value in delivery_fields(self.deliveries, self.quarantined_deliveries).items():
             setattr(self, name, value)
         return self
@@ -111,6 +111,15 @@ class ChunkPayload(BaseModel):
         else:
             clean.append(key)
         return delivery_fields(clean, held)
+
+    def without_delivery(self, mailbox: str, folder: str) -> dict[str, Any] | None:
+        """The delivery fields once this (mailbox, folder) copy is gone (expunged or moved
+        on the mail server); None if the message had no such delivery."""
+        key = delivery_key(mailbox, folder)
+        if key not in self.deliveries and key not in self.quarantined_deliveries:
+            return None
+        return delivery_fields([d for d in self.deliveries if d != key],
+                               [d for d in self.quarantined_deliveries if d != key])
 
     def delivery_in(self, mailboxes: Iterable[str], folders: Iterable[str] | None = None) -> tuple[str, str]:
         """The first clean delivery inside ``mailboxes`` (and ``folders``): what a caller
