@@ -22,7 +22,7 @@ SERVICES = [u for u in USERS if u != "admin"]
 
 # Which stage consumes which stream, and who produces to it (shared/streams.py).
 INPUTS = {
-    "searcher": ["pm:queries", "pm:lookups", "pm:ingest", "pm:tools"],
+    "searcher": ["pm:queries", "pm:lookups", "pm:ingest", "pm:withdrawn", "pm:tools"],
     "planner": ["pm:runs", "pm:observations"],
     "answerer": ["pm:answers"],
     "verifier": ["pm:drafts:answerer", "pm:drafts:planner", "pm:drafts:watchdog", "pm:drafts"],
@@ -33,6 +33,7 @@ PRODUCED = [
     ("planner", "pm:tools"), ("planner", "pm:answers"), ("planner", "pm:drafts:planner"),
     ("searcher", "pm:observations"),
     ("answerer", "pm:drafts:answerer"),
+    ("sync", "pm:ingest"), ("sync", "pm:withdrawn"),
 ]
 # Each producer of drafts has a stream of its own (shared/streams.py).
 DRAFTS_OF = {"gateway": "pm:drafts:watchdog", "planner": "pm:drafts:planner", "answerer": "pm:drafts:answerer"}
@@ -265,3 +266,12 @@ def test_no_connection_can_act_as_the_default_user(acl_redis):
     for password in ("", "nopass", acl_redis.secrets.passwords["admin"]):
         with pytest.raises((redis.exceptions.AuthenticationError, redis.exceptions.ResponseError)):
             redis.Redis.from_url(acl_redis.redis_url, username="default", password=password).ping()
+
+
+def test_the_sync_feeds_ingest_but_reads_no_mail_and_no_other_callers_replies(acl_redis):
+    assert not refused(acl_redis, "sync", "HSET", "pm:sync:acme:alice:INBOX", "last_uid", "7")
+    assert not refused(acl_redis, "sync", "BLPOP", "pm:reply:sync-abc", "1")
+    assert refused(acl_redis, "sync", "BLPOP", "pm:reply:0f3a", "1")  # a gateway request's reply
+    assert refused(acl_redis, "sync", "XREADGROUP", "GROUP", "searcher", "x", "STREAMS", "pm:ingest", ">")
+    assert refused(acl_redis, "sync", "XRANGE", "pm:ingest", "-", "+")
+    assert refused(acl_redis, "sync", "HSET", "pm:apikey:x", "tenant", "acme")

@@ -1,0 +1,77 @@
+"""Mail arrives by itself, end to end: a real Dovecot, Redis with the shipped ACL file,
+the searcher and the sync stage as processes, the gateway over HTTP. A message
+delivered to the IMAP server is found by ``/v1/search`` (IDLE), one expunged there is
+no longer found, and the sync's logs, metrics and Redis never hold the password."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+import yaml
+
+from cli.stack import Stack
+from tests.fixtures.dovecot import dovecot_server
+from tests.fixtures.stack import new_key
+from tests.services.sync.conftest import mail
+
+PASSWORD = "sync-e2e-password-7f3c"
+
+
+def _search(stack: Stack, key: str, query: str) -> list[str]:
+    resp = httpx.post(f"{stack.gateway_url}/v1/search", json={"query": query, "mode": "keyword"},
+                      headers={"Authorization": f"Bearer {key}"}, timeout=30)
+    assert resp.status_code == 200, resp.text
+    return [hit["subject"] for hit in resp.json()["hits"]]
+
+
+def _until(probe, timeout: float, what: str):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if value := probe():
+            return value
+        time.sleep(0.3)
+    raise AssertionError(f"{what} within {timeout} s")
+
+
+@pytest.fixture
+def synced(tmp_path: Path, monkeypatch):
+    with dovecot_server(tmp_path / "dovecot", {"alice": PASSWORD}) as dovecot:
+        config = tmp_path / "sync.yaml"
+        config.write_text(yaml.safe_dump({"sources": [{
+            "tenant": "acme", "mailbox": "alice", "host": "127.0.0.1", "port": dovecot.imap_port,
+            "tls": "starttls", "ca_file": str(dovecot.cert), "user": "alice", "password_env": "ACME_ALICE_IMAP",
+            "poll_seconds": 30,
+        }]}))
+        monkeypatch.setenv("ACME_ALICE_IMAP", PASSWORD)
+        dovecot.deliver(mail(1, subject="Forklift order confirmed"))
+        stack = Stack(tmp_path / "var", services=("searcher", "sync"), extra_env={"PM_SYNC_CONFIG": str(config)})
+        try:
+            stack.start()
+            stack.wait_for_log("sync", "sync ready", 60)
+            yield stack, dovecot
+        finally:
+            stack.stop()
+
+
+def test_mail_delivered_to_imap_is_searchable_and_expunged_mail_is_not(synced):
+    stack, dovecot = synced
+    key = new_key(stack, permissions=("search",))
+    _until(lambda: _search(stack, key, "forklift"), 60, "the first sync's message is found")
+    dovecot.deliver(mail(2, subject="Pallet invoice arrived", body="The pallet invoice INV-2024-0999 arrived."))
+    _until(lambda: _search(stack, key, "pallet"), 20, "a message delivered later is found (IDLE)")
+    with dovecot.client() as c:
+        c.select_folder("INBOX")
+        c.delete_messages(c.search(["SUBJECT", "Forklift"]))
+        c.expunge()
+    dovecot.deliver(mail(3, subject="Nudge", body="Any news?"))  # IDLE wakes the sync, which sees the expunge
+    _until(lambda: not _search(stack, key, "forklift"), 20, "the expunged message is no longer found")
+    assert _search(stack, key, "pallet") == ["Pallet invoice arrived"]
+    # The password is nowhere: not in the sync's log, its metrics, or Redis.
+    assert PASSWORD not in (stack.log_dir / "sync.log").read_text()
+    metrics = httpx.get(f"http://127.0.0.1:{stack.metrics_ports['sync']}/metrics").text
+    assert "pm_sync_messages_total" in metrics and PASSWORD not in metrics
+    admin = stack.redis_client()
+    assert not any(PASSWORD.encode() in (admin.dump(k) or b"") for k in admin.scan_iter("*"))
