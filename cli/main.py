@@ -28,6 +28,7 @@ from cli.client import (  # noqa: F401 (re-exported)
     out,
 )
 from cli.runs import runs_app
+from cli.sync import sync_app
 from cli.untrusted import line, snippet
 from shared.settings import CliSettings, cli_settings
 
@@ -37,6 +38,7 @@ tenants_app = typer.Typer(no_args_is_help=True, help="Manage tenant settings.")
 app.add_typer(keys_app, name="keys")
 app.add_typer(tenants_app, name="tenants")
 app.add_typer(runs_app, name="runs")
+app.add_typer(sync_app, name="sync")
 
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 URL_HELP = "Gateway URL (default PM_GATEWAY_URL)"
@@ -237,12 +239,14 @@ def local_stack(settings: CliSettings):
     from cli.stack import Stack
 
     model_env = settings.model_env()
+    sync = {"PM_SYNC_CONFIG": str(settings.sync_config.resolve())} if settings.sync_config else {}
     return Stack(
         settings.var_dir,
         redis_port=settings.redis_port,
         gateway_port=settings.gateway_port,
         local_model=not model_env.get("PM_MODEL_BASE_URL"),
-        extra_env=model_env,
+        extra_env=model_env | sync,
+        services=("searcher", "verifier", "planner", "answerer", *(("sync",) if sync else ())),
     )
 
 

@@ -131,6 +131,8 @@ class Stack:
             # Model settings go to the two stages that call a model, never to the others.
             if key.startswith(("PM_MODEL_", "PM_AGENT_MODEL")) and user not in ("planner", "answerer"):
                 continue
+            if key.startswith(("PM_SYNC_", "PM_LMTP_")) and user != "sync":
+                continue
             env[key] = value
         return env
 

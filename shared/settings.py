@@ -292,6 +292,9 @@ class CliSettings(BaseSettings):
     redis_port: int = 6390
     gateway_port: int = 8080
     demo_dir: Path = Path("data/demo")
+    # IMAP sources and LMTP recipients (services/sync): with a file, `pmsearch up` also
+    # runs the sync stage, and `pmsearch sync once` reads it.
+    sync_config: Path | None = None
     # `pmsearch ingest` sends batches of at most 50 messages and this many raw bytes
     # (base64 makes the request a third larger; keep it under PM_MAX_INGEST_BODY_BYTES),
     # and skips messages over the searcher's own limit (the same variable) unsent.

@@ -11,7 +11,9 @@ from pathlib import Path
 import httpx
 import pytest
 import yaml
+from typer.testing import CliRunner
 
+from cli.main import app
 from cli.stack import Stack
 from tests.fixtures.dovecot import dovecot_server
 from tests.fixtures.stack import new_key
@@ -75,3 +77,14 @@ def test_mail_delivered_to_imap_is_searchable_and_expunged_mail_is_not(synced):
     assert "pm_sync_messages_total" in metrics and PASSWORD not in metrics
     admin = stack.redis_client()
     assert not any(PASSWORD.encode() in (admin.dump(k) or b"") for k in admin.scan_iter("*"))
+
+
+def test_sync_status_is_a_table_of_each_folders_state(synced, monkeypatch):
+    stack, _ = synced
+    monkeypatch.setenv("PM_VAR_DIR", str(stack.var_dir))
+    monkeypatch.setenv("PM_REDIS_PORT", str(stack.redis_port))
+    _until(lambda: stack.redis_client().hget("pm:sync:acme:alice:INBOX", "synced_at"), 30, "a first pass")
+    result = CliRunner().invoke(app, ["sync", "status"], env={"COLUMNS": "200"})
+    assert result.exit_code == 0, result.output
+    row = next(line for line in result.output.splitlines() if "acme" in line)
+    assert "alice" in row and "INBOX" in row and "ago" in row
