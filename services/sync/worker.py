@@ -130,15 +130,22 @@ class SyncProbes(LoopProbes):
     def __init__(self, syncer: Syncer, loop: asyncio.AbstractEventLoop) -> None:
         super().__init__(loop)
         self.syncer = syncer
+        self.lmtp = False  # set once the LMTP listener listens
 
     async def live(self) -> dict[str, str]:
         return {"loop": "ok"}
 
     async def ready(self) -> dict[str, str]:
-        """Redis answers; a source whose last pass failed is reported by its line (the
-        stage still serves the others, so it stays ready)."""
+        """Redis answers, and the stage does its job: some source syncs (or none is
+        configured), or the LMTP listener listens. One failing source among others
+        leaves it ready (its alert and `pmsearch sync status` say which)."""
         checks = await self.run_checks({"redis": self._redis})
-        checks.update({f"source {name}": line for name, line in self.syncer.failing.items()})
+        sources = self.syncer.config.sources
+        failing = self.syncer.failing
+        if sources and len(failing) == len(sources) and not self.lmtp:
+            checks["sources"] = "every source is failing: " + "; ".join(failing.values())
+        else:
+            checks["sources"] = "ok"
         return checks
 
     async def _redis(self) -> None:
@@ -164,12 +171,20 @@ async def run(settings: SyncSettings) -> None:
     redis = connect(settings)
     syncer = Syncer(settings, config, redis)
     server = None
+    probes = SyncProbes(syncer, asyncio.get_running_loop())
     if settings.metrics_port:
-        server = start_server(settings.metrics_host, settings.metrics_port, SyncProbes(syncer, asyncio.get_running_loop()))
+        server = start_server(settings.metrics_host, settings.metrics_port, probes)
+    started = time.time()
+    for source in config.sources:
+        for fmap in source.folders:
+            # A folder not synced since the stage started is as stale as the start: the
+            # not-synced alert fires for a source that never connects, too.
+            metrics.LAST_SUCCESS.labels(source.tenant, source.mailbox, fmap.server).set(started)
     tasks = [asyncio.create_task(syncer.keep_current(source), name=source.name) for source in config.sources]
     lmtp = None
     if settings.lmtp_port:
         lmtp = await serve_lmtp(settings, config, redis)
+        probes.lmtp = True
     if not tasks and lmtp is None:
         log.warning("sync: nothing to do (no sources and no LMTP port; see PM_SYNC_CONFIG)")
     log.info("sync ready: %d sources, LMTP %s", len(tasks), f"on port {settings.lmtp_port}" if lmtp else "off")

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import time
 from pathlib import Path
 
@@ -32,9 +33,11 @@ from shared.bus import encode
 from shared.messages import ToolBatchRequested, ToolCall
 from tests.deploy.stalled_planner import SLOW_SECONDS, STALLED, firing, stall_a_planner, wait_for, write_targets
 from tests.fixtures.brains import SEARCH, answer, honest, honest_answer, schema_title, sentence
+from tests.fixtures.dovecot import dovecot_server
 from tests.fixtures.prometheus import Prometheus
 from tests.fixtures.scripted_model import Reply, ScriptedModel
 from tests.fixtures.stack import DEMO, Api
+from tests.services.sync.conftest import mail
 
 ROOT = Path(__file__).resolve().parents[2]
 ALERTS = ROOT / "deploy" / "prometheus" / "alerts.yml"
@@ -52,7 +55,10 @@ EXPECTED_FIRING = {
     ("UnansweredShareHigh", "outcome", "degraded"),
     ("TenantCapNearlySpent", None, None),
     ("StageWithoutLiveConsumer", "job", "answerer"),
+    ("MailboxNotSynced", "mailbox", "bob"),  # its IMAP password is wrong
 }
+# The not-synced alert's 15 minutes, shortened as `for:` is (rules_for_test).
+NOT_SYNCED_SECONDS = 10
 
 
 def brain(body: dict) -> Reply:
@@ -80,6 +86,8 @@ def rules_for_test(workdir: Path) -> Path:
         group["interval"] = "1s"
         for rule in group["rules"]:
             rule.pop("for", None)
+            if rule["alert"] == "MailboxNotSynced":
+                rule["expr"] = rule["expr"].replace("> 900", f"> {NOT_SYNCED_SECONDS}")
     path = workdir / "alerts.yml"
     path.write_text(yaml.safe_dump(doc, sort_keys=False))
     return path
@@ -93,10 +101,19 @@ def observed(tmp_path_factory):
     from cli.demo import load_demo
 
     work = tmp_path_factory.mktemp("observed")
-    with ScriptedModel(brain) as model:
+    with ScriptedModel(brain) as model, dovecot_server(work / "dovecot", {"alice": "alice-pw", "bob": "bob-pw"}) as imap:
+        imap.deliver(mail(1))
+        os.environ["OBSERVED_IMAP_PASSWORD"] = "alice-pw"
+        os.environ["OBSERVED_IMAP_WRONG"] = "not-bobs-pw"
+        sources = [{"tenant": "acme", "mailbox": name, "host": "127.0.0.1", "port": imap.imap_port, "tls": "starttls",
+                    "ca_file": str(imap.cert), "user": name, "password_env": env, "idle": False, "poll_seconds": 2}
+                   for name, env in (("alice", "OBSERVED_IMAP_PASSWORD"), ("bob", "OBSERVED_IMAP_WRONG"))]
+        (work / "sync.yaml").write_text(yaml.safe_dump({"sources": sources}))
         stack = Stack(
             work / "stack",
+            services=(*WORKERS, "sync"),
             extra_env={
+                "PM_SYNC_CONFIG": str(work / "sync.yaml"),
                 "PM_MODEL_BASE_URL": model.base_url, "PM_MODEL_OUTPUT": "json_schema", "PM_AGENT_MODEL": "scripted",
                 "PM_MODEL_TIMEOUT_SECONDS": str(SLOW_SECONDS * 2), "PM_MODEL_RETRY_WAIT_SECONDS": "0.05",
                 "PM_MODEL_RETRY_WAIT_MAX_SECONDS": "0.1",
@@ -122,7 +139,7 @@ def observed(tmp_path_factory):
                     ],
                 }],
             }).start()
-            wait_for(lambda: len([t for t in prom.targets() if t["health"] == "up"]) == 5, "five targets up")
+            wait_for(lambda: len([t for t in prom.targets() if t["health"] == "up"]) == 6, "six targets up")
             api = Api(stack)
             run_scenario(stack, prom, api, model, replicas)
             yield stack, prom, api
@@ -254,6 +271,7 @@ def test_healthy_parts_raise_no_alert(observed) -> None:
     now = [a["labels"] for a in prom.alerts() if a["state"] == "firing"]
     assert [a for a in now if a["alertname"] == "StageWithoutLiveConsumer" and a.get("job") != "answerer"] == []
     assert [a for a in now if a["alertname"] == "DeadLettersGrowing" and a.get("stream") != "pm:tools"] == []
+    assert [a for a in now if a["alertname"] == "MailboxNotSynced" and a.get("mailbox") != "bob"] == []
     name, label, stream = STALLED
     assert prom.query(f'max_over_time(ALERTS{{alertname="{name}", {label}!="{stream}"}}[1h])') == []
 
@@ -273,6 +291,9 @@ def test_every_stage_serves_liveness_and_readiness_on_its_metrics_port(observed)
     assert "index" in httpx.get(f"http://127.0.0.1:{stack.metrics_ports['searcher']}/readyz").json()["checks"]
     # The planner's model endpoint still answers HTTP (with errors): reachable.
     assert httpx.get(f"http://127.0.0.1:{stack.metrics_ports['planner']}/readyz").json()["checks"]["model"] == "ok"
+    # The sync stage: one source syncs, one has a wrong password: ready, and says so.
+    sync = httpx.get(f"http://127.0.0.1:{stack.metrics_ports['sync']}/readyz", timeout=5)
+    assert sync.status_code == 200 and sync.json()["checks"] == {"redis": "ok", "sources": "ok"}
     gateway = httpx.get(f"{stack.gateway_url}/readyz", timeout=5)
     assert gateway.status_code == 200 and gateway.json()["checks"] == {"redis": "ok", "watchdog": "ok"}
 
@@ -280,6 +301,6 @@ def test_every_stage_serves_liveness_and_readiness_on_its_metrics_port(observed)
 def test_the_stack_lists_every_process_for_service_discovery(observed) -> None:
     stack, prom, _ = observed
     listed = json.loads(stack.scrape_targets_path.read_text())
-    assert sorted(g["labels"]["job"] for g in listed) == sorted([*WORKERS, "gateway"])
+    assert sorted(g["labels"]["job"] for g in listed) == sorted([*WORKERS, "sync", "gateway"])
     discovered = {t["labels"]["job"] for t in prom.targets()}
-    assert discovered == {*WORKERS, "gateway"}
+    assert discovered == {*WORKERS, "sync", "gateway"}
