@@ -88,3 +88,14 @@ def test_sync_status_is_a_table_of_each_folders_state(synced, monkeypatch):
     assert result.exit_code == 0, result.output
     row = next(line for line in result.output.splitlines() if "acme" in line)
     assert "alice" in row and "INBOX" in row and "ago" in row
+
+
+def test_sync_once_passes_over_every_folder_now(synced, monkeypatch, tmp_path):
+    stack, dovecot = synced
+    monkeypatch.setenv("PM_VAR_DIR", str(stack.var_dir))
+    monkeypatch.setenv("PM_REDIS_PORT", str(stack.redis_port))
+    monkeypatch.setenv("PM_SYNC_CONFIG", stack.extra_env["PM_SYNC_CONFIG"])
+    _until(lambda: stack.redis_client().hget("pm:sync:acme:alice:INBOX", "synced_at"), 30, "a first pass")
+    result = CliRunner().invoke(app, ["sync", "once"])
+    assert result.exit_code == 0, result.output
+    assert "acme/alice INBOX: 0 new, 0 known, 0 failed" in result.output
