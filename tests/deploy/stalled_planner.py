@@ -32,6 +32,7 @@ from shared.runstore import RunReader
 from tests.fixtures.prometheus import Prometheus
 from tests.fixtures.scripted_model import Reply, ScriptedModel
 from tests.fixtures.stack import Api
+from tests.fixtures.waiting import wait_for
 
 # Fired while the stopped replica held an observation, resolved once it continued.
 STALLED = ("PendingPastReclaimTime", "stream", streams.OBSERVATIONS)
@@ -39,18 +40,6 @@ STALLED = ("PendingPastReclaimTime", "stream", streams.OBSERVATIONS)
 # for the stalled entry to idle past the reclaim time (5 s), be reported (every 5 s),
 # scraped and evaluated (every second), with room to spare on a loaded machine.
 SLOW_SECONDS = 30.0
-
-
-def wait_for(probe, what: str, timeout: float = 60.0, step: float = 0.5):
-    """``probe()``'s first truthy value within ``timeout`` seconds."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = probe()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(step)
 
 
 def write_targets(path: Path, groups: list[dict]) -> None:

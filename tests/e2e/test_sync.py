@@ -5,7 +5,6 @@ no longer found, and the sync's logs, metrics and Redis never hold the password.
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import httpx
@@ -17,6 +16,7 @@ from cli.main import app
 from cli.stack import Stack
 from tests.fixtures.dovecot import dovecot_server
 from tests.fixtures.stack import new_key
+from tests.fixtures.waiting import wait_for
 from tests.services.sync.conftest import mail
 
 PASSWORD = "sync-e2e-password-7f3c"
@@ -27,15 +27,6 @@ def _search(stack: Stack, key: str, query: str) -> list[str]:
                       headers={"Authorization": f"Bearer {key}"}, timeout=30)
     assert resp.status_code == 200, resp.text
     return [hit["subject"] for hit in resp.json()["hits"]]
-
-
-def _until(probe, timeout: float, what: str):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if value := probe():
-            return value
-        time.sleep(0.3)
-    raise AssertionError(f"{what} within {timeout} s")
 
 
 @pytest.fixture
@@ -61,15 +52,15 @@ def synced(tmp_path: Path, monkeypatch):
 def test_mail_delivered_to_imap_is_searchable_and_expunged_mail_is_not(synced):
     stack, dovecot = synced
     key = new_key(stack, permissions=("search",))
-    _until(lambda: _search(stack, key, "forklift"), 60, "the first sync's message is found")
+    wait_for(lambda: _search(stack, key, "forklift"), "the first sync's message is found", 60, step=0.3)
     dovecot.deliver(mail(2, subject="Pallet invoice arrived", body="The pallet invoice INV-2024-0999 arrived."))
-    _until(lambda: _search(stack, key, "pallet"), 20, "a message delivered later is found (IDLE)")
+    wait_for(lambda: _search(stack, key, "pallet"), "a message delivered later is found (IDLE)", 20, step=0.3)
     with dovecot.client() as c:
         c.select_folder("INBOX")
         c.delete_messages(c.search(["SUBJECT", "Forklift"]))
         c.expunge()
     dovecot.deliver(mail(3, subject="Nudge", body="Any news?"))  # IDLE wakes the sync, which sees the expunge
-    _until(lambda: not _search(stack, key, "forklift"), 20, "the expunged message is no longer found")
+    wait_for(lambda: not _search(stack, key, "forklift"), "the expunged message is no longer found", 20, step=0.3)
     assert _search(stack, key, "pallet") == ["Pallet invoice arrived"]
     # The password is nowhere: not in the sync's log, its metrics, or Redis.
     assert PASSWORD not in (stack.log_dir / "sync.log").read_text()
@@ -83,7 +74,7 @@ def test_sync_status_is_a_table_of_each_folders_state(synced, monkeypatch):
     stack, _ = synced
     monkeypatch.setenv("PM_VAR_DIR", str(stack.var_dir))
     monkeypatch.setenv("PM_REDIS_PORT", str(stack.redis_port))
-    _until(lambda: stack.redis_client().hget("pm:sync:acme:alice:INBOX", "synced_at"), 30, "a first pass")
+    wait_for(lambda: stack.redis_client().hget("pm:sync:acme:alice:INBOX", "synced_at"), "a first pass", 30, step=0.3)
     result = CliRunner().invoke(app, ["sync", "status"], env={"COLUMNS": "200"})
     assert result.exit_code == 0, result.output
     row = next(line for line in result.output.splitlines() if "acme" in line)
@@ -95,7 +86,7 @@ def test_sync_once_passes_over_every_folder_now(synced, monkeypatch, tmp_path):
     monkeypatch.setenv("PM_VAR_DIR", str(stack.var_dir))
     monkeypatch.setenv("PM_REDIS_PORT", str(stack.redis_port))
     monkeypatch.setenv("PM_SYNC_CONFIG", stack.extra_env["PM_SYNC_CONFIG"])
-    _until(lambda: stack.redis_client().hget("pm:sync:acme:alice:INBOX", "synced_at"), 30, "a first pass")
+    wait_for(lambda: stack.redis_client().hget("pm:sync:acme:alice:INBOX", "synced_at"), "a first pass", 30, step=0.3)
     result = CliRunner().invoke(app, ["sync", "once"])
     assert result.exit_code == 0, result.output
     assert "acme/alice INBOX: 0 new, 0 known, 0 failed" in result.output
