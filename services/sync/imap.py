@@ -99,6 +99,11 @@ class Connection:
         with _failures(self.source, "listing a folder"):
             return sorted(self._client.search(["ALL"]))
 
+    def deleted(self) -> set[int]:
+        """The UIDs of the selected folder flagged \\Deleted and not yet expunged."""
+        with _failures(self.source, "listing deleted messages"):
+            return set(self._client.search(["DELETED"]))
+
     def sizes(self, uids: list[int]) -> dict[int, int]:
         out: dict[int, int] = {}
         for start in range(0, len(uids), FETCH_CHUNK * 20):

@@ -1,4 +1,4 @@
-"""Keeping one server folder current: the sync model (docs/design.md, "Mail arrives by
+r"""Keeping one server folder current: the sync model (docs/design.md, "Mail arrives by
 itself").
 
 Per folder the sync keeps UIDVALIDITY, the highest UID handed to ingest, and which
@@ -11,7 +11,8 @@ pmsearch message each UID became (:mod:`.state`). One pass:
 2. List the folder's UIDs. A kept UID the server no longer lists was expunged, or moved
    away: its delivery to this folder is withdrawn (``pm:withdrawn``). A message moved to
    another synced folder is delivered there when that folder is read: one message, its
-   new delivery.
+   new delivery. A message flagged ``\Deleted`` (not yet expunged) is withdrawn too, and
+   delivered again if the flag is cleared.
 3. Fetch the UIDs above the highest kept, smallest first, in batches: a message larger
    than the limit is skipped (counted, logged by UID), the rest go to ingest
    (``pm:ingest``), and the state advances after each batch, so a restart fetches at
@@ -71,14 +72,20 @@ async def sync_folder(
         stale, state.uids, state.last_uid = state.uids, {}, 0
         await store.reset(status.uidvalidity)
     on_server = await asyncio.to_thread(conn.uids)
-    listed = set(on_server)
+    flagged = await asyncio.to_thread(conn.deleted)
+    listed = set(on_server) - flagged
     gone = [uid for uid in state.uids if uid not in listed]
     if gone:
         kept = {m for uid, m in state.uids.items() if uid in listed}
         ended = sorted({state.uids[uid] for uid in gone} - kept)
         await _withdraw(ingest, source, fmap, ended, report)
-        await store.forget(gone)
-    new = [uid for uid in on_server if uid > state.last_uid]
+        await store.forget([uid for uid in gone if uid not in flagged])
+        await store.mark_deleted([uid for uid in gone if uid in flagged])
+    # \Deleted at first sight is not fetched; one whose flag was cleared is fetched again.
+    await store.mark_deleted([uid for uid in on_server if uid > state.last_uid and uid in flagged])
+    restored = sorted(uid for uid in state.deleted if uid in listed)
+    await store.unmark_deleted([uid for uid in state.deleted if uid not in flagged])
+    new = sorted({*restored, *(uid for uid in on_server if uid > state.last_uid and uid not in flagged)})
     sizes = await asyncio.to_thread(conn.sizes, new) if new else {}
     seen: set[str] = set()
     for start in range(0, len(new), batch):
@@ -104,7 +111,9 @@ async def sync_folder(
                 seen.add(item.message_id)
                 report.indexed += item.status == "indexed"
                 report.duplicate += item.status == "duplicate"
-        await store.advance(chunk[-1], mapped)
+        await store.advance(max(chunk[-1], state.last_uid), mapped)
+    if on_server and max(on_server) > state.last_uid:
+        await store.advance(max(on_server), {})  # past new UIDs flagged \Deleted, not fetched
     if stale:
         # After a UIDVALIDITY change: what the old UIDs named and the new ones do not.
         await _withdraw(ingest, source, fmap, sorted(set(stale.values()) - seen), report)

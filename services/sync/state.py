@@ -26,6 +26,9 @@ class FolderState:
     uidvalidity: int | None = None
     last_uid: int = 0
     uids: dict[int, str] = field(default_factory=dict)  # UID -> pmsearch message id
+    # UIDs flagged \Deleted (not yet expunged): withdrawn, and fetched again if the flag
+    # is cleared.
+    deleted: set[int] = field(default_factory=set)
     synced_at: float | None = None
     error: str | None = None
     error_kind: str | None = None
@@ -39,14 +42,17 @@ class FolderStore:
         self.redis = redis
         self.key = folder_key(tenant, mailbox, server_folder)
         self.uids_key = self.key + ":uids"
+        self.deleted_key = self.key + ":deleted"
 
     async def load(self) -> FolderState:
         head = {k.decode(): v.decode() for k, v in (await self.redis.hgetall(self.key)).items()}
         uids = {int(k): v.decode() for k, v in (await self.redis.hgetall(self.uids_key)).items()}
+        deleted = {int(k) for k in await self.redis.hkeys(self.deleted_key)}
         return FolderState(
             uidvalidity=int(head["uidvalidity"]) if "uidvalidity" in head else None,
             last_uid=int(head.get("last_uid", 0)),
             uids=uids,
+            deleted=deleted,
             synced_at=float(head["synced_at"]) if "synced_at" in head else None,
             error=head.get("error") or None,
             error_kind=head.get("error_kind") or None,
@@ -54,7 +60,7 @@ class FolderStore:
 
     async def reset(self, uidvalidity: int) -> None:
         """A new UIDVALIDITY: every UID known so far names nothing any more."""
-        await self.redis.delete(self.uids_key)
+        await self.redis.delete(self.uids_key, self.deleted_key)
         await self.redis.hset(self.key, mapping={"uidvalidity": uidvalidity, "last_uid": 0})
 
     async def advance(self, last_uid: int, mapped: dict[int, str]) -> None:
@@ -65,6 +71,16 @@ class FolderStore:
     async def forget(self, uids: list[int]) -> None:
         if uids:
             await self.redis.hdel(self.uids_key, *[str(u) for u in uids])
+
+    async def mark_deleted(self, uids: list[int]) -> None:
+        """UIDs now flagged \\Deleted: out of the UID map, into the deleted set."""
+        if uids:
+            await self.forget(uids)
+            await self.redis.hset(self.deleted_key, mapping={str(u): "" for u in uids})
+
+    async def unmark_deleted(self, uids: list[int]) -> None:
+        if uids:
+            await self.redis.hdel(self.deleted_key, *[str(u) for u in uids])
 
     async def succeeded(self) -> None:
         await self.redis.hset(self.key, mapping={"synced_at": f"{time.time():.3f}", "error": "", "error_kind": ""})

@@ -4,6 +4,7 @@ move between folders, UIDVALIDITY change, size limit, and a restart mid-folder."
 from __future__ import annotations
 
 import asyncio
+import time
 
 from services.sync.config import FolderMap
 from services.sync.imap import Connection
@@ -51,6 +52,29 @@ async def test_a_message_expunged_on_the_server_stops_being_found_in_its_folder(
     assert local_ingest.subjects("INBOX") == ["Message 0", "Message 2"]
 
 
+async def test_a_message_flagged_deleted_is_hidden_until_the_flag_is_cleared(dovecot, redis, local_ingest):
+    for n in range(2):
+        dovecot.deliver(mail(n))
+    await _sync(dovecot, redis, local_ingest)
+    with dovecot.client() as c:
+        c.select_folder("INBOX")
+        uid = c.search(["SUBJECT", "Message 1"])[0]
+        c.add_flags([uid], [b"\\Deleted"])
+    dovecot.deliver(mail(2))
+    with dovecot.client() as c:
+        c.select_folder("INBOX")
+        c.add_flags(c.search(["SUBJECT", "Message 2"]), [b"\\Deleted"])  # deleted before it was ever synced
+    hidden = await _sync(dovecot, redis, local_ingest)
+    assert (hidden.withdrawn, hidden.indexed) == (1, 0)
+    assert local_ingest.subjects("INBOX") == ["Message 0"]
+    with dovecot.client() as c:
+        c.select_folder("INBOX")
+        c.remove_flags(c.search(["ALL"]), [b"\\Deleted"])
+    back = await _sync(dovecot, redis, local_ingest)
+    assert (back.indexed, back.duplicate) == (1, 1)
+    assert local_ingest.subjects("INBOX") == ["Message 0", "Message 1", "Message 2"]
+
+
 async def test_a_moved_message_is_one_message_with_its_new_delivery(dovecot, redis, local_ingest):
     dovecot.deliver(mail(1))
     dovecot.deliver(mail(2))
@@ -67,15 +91,24 @@ async def test_a_moved_message_is_one_message_with_its_new_delivery(dovecot, red
 
 
 async def test_a_new_uidvalidity_reads_the_folder_again_without_duplicates(dovecot, redis, local_ingest):
-    for n in range(3):
-        dovecot.deliver(mail(n))
-    await _sync(dovecot, redis, local_ingest)
-    # The server renumbered the folder (as after a rebuild): UIDVALIDITY is new.
-    store = FolderStore(redis, "acme", "alice", "INBOX")
-    await redis.hset(store.key, "uidvalidity", 1)
-    report = await _sync(dovecot, redis, local_ingest)
-    assert report.reset and (report.indexed, report.duplicate, report.withdrawn) == (0, 3, 0)
-    assert len(local_ingest.subjects("INBOX")) == 3
+    raws = [mail(n) for n in range(3)]
+    for raw in raws:
+        dovecot.deliver(raw, "Archive")
+    await _sync(dovecot, redis, local_ingest, ARCHIVE)
+    # The folder is rebuilt on the server (deleted, made again, refilled without one
+    # message): a new UIDVALIDITY, and UIDs from 1 again.
+    with dovecot.client() as c:
+        before = c.select_folder("Archive")[b"UIDVALIDITY"]
+        c.unselect_folder()
+        c.delete_folder("Archive")
+    time.sleep(1.1)  # Dovecot's UIDVALIDITY is the time in seconds
+    for raw in raws[:2]:
+        dovecot.deliver(raw, "Archive")
+    with dovecot.client() as c:
+        assert c.select_folder("Archive")[b"UIDVALIDITY"] != before
+    report = await _sync(dovecot, redis, local_ingest, ARCHIVE)
+    assert report.reset and (report.indexed, report.duplicate, report.withdrawn) == (0, 2, 1)
+    assert local_ingest.subjects("archive") == ["Message 0", "Message 1"]
 
 
 async def test_a_message_over_the_size_limit_is_not_fetched(dovecot, redis, local_ingest):
