@@ -121,9 +121,11 @@ class Repository:
                     return False  # expired meanwhile: nothing left to publish
                 log.info("run %s: finishing the publication of a result stored earlier", run_id)
                 result = earlier
+            # The evidence kept for this result is shortened before the run is announced
+            # done: a client that reads the run when it ends sees its final state.
+            await self.store.release_kept(run_id)
             await self.store.announce(result, deadline)
             await self.store.mark_published(run_id, token)
-            await self.store.release_kept(run_id)
         except RedisError as exc:
             raise StoreError(f"cannot write the result of run {run_id}: {exc}") from exc
         return True

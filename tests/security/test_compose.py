@@ -48,10 +48,10 @@ def test_redis_and_qdrant_are_unpublished_on_internal_networks(name):
     assert all(NETWORKS.get(net, {}).get("internal") is True for net in networks_of(name))
 
 
-def test_only_the_model_calling_stages_and_published_services_reach_outside():
+def test_only_the_model_calling_stages_the_imap_sync_and_published_services_reach_outside():
     outside = {net for net, cfg in NETWORKS.items() if not (cfg or {}).get("internal")}
     reaching = {name for name in SERVICES if set(networks_of(name)) & outside}
-    assert reaching == {"gateway", "planner", "answerer", "prometheus", "grafana"}
+    assert reaching == {"gateway", "planner", "answerer", "sync", "prometheus", "grafana"}
 
 
 def test_grafana_has_no_default_credentials():
