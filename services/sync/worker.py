@@ -15,6 +15,7 @@ from contextlib import asynccontextmanager
 
 import uvloop
 from redis.asyncio import Redis
+from redis.exceptions import RedisError
 
 from services.sync import metrics
 from services.sync.config import Source, SyncConfig, load_config
@@ -78,15 +79,27 @@ class Syncer:
                     await self._session(source)
                 wait = self.settings.sync_backoff_first_seconds
             except (ServerError, ConfigError) as exc:
-                kind = getattr(exc, "kind", "config")
-                metrics.ERRORS.labels(source.tenant, source.mailbox, kind).inc()
-                if self.failing.get(source.name) != exc.detail:
-                    log.error("sync %s", exc.detail)  # once per distinct failure, not per retry
-                self.failing[source.name] = exc.detail
-                for fmap in source.folders:
-                    await FolderStore(self.redis, source.tenant, source.mailbox, fmap.server).failed(kind, exc.detail)
-                await asyncio.sleep(wait)
-                wait = min(wait * 2, self.settings.sync_backoff_max_seconds)
+                await self._failed(source, getattr(exc, "kind", "config"), exc.detail)
+            except RedisError as exc:  # the sync's own state or the ingest stream
+                await self._failed(source, "redis", f"{source.name}: Redis failed: {type(exc).__name__}")
+            except Exception as exc:  # a bug must cost one source a wait, never its task
+                log.exception("sync %s: unexpected failure", source.name)
+                await self._failed(source, "internal", f"{source.name}: unexpected {type(exc).__name__}")
+            else:
+                continue
+            await asyncio.sleep(wait)
+            wait = min(wait * 2, self.settings.sync_backoff_max_seconds)
+
+    async def _failed(self, source: Source, kind: str, line: str) -> None:
+        metrics.ERRORS.labels(source.tenant, source.mailbox, kind).inc()
+        if self.failing.get(source.name) != line and kind != "internal":  # internal: logged with its trace
+            log.error("sync %s", line)  # once per distinct failure, not per retry
+        self.failing[source.name] = line
+        try:
+            for fmap in source.folders:
+                await FolderStore(self.redis, source.tenant, source.mailbox, fmap.server).failed(kind, line)
+        except RedisError:
+            pass  # the line is in the log and the metric; the state waits for Redis
 
     async def _session(self, source: Source) -> None:
         conn = await asyncio.to_thread(Connection.open, source)
