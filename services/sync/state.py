@@ -47,7 +47,7 @@ class FolderStore:
     async def load(self) -> FolderState:
         head = {k.decode(): v.decode() for k, v in (await self.redis.hgetall(self.key)).items()}
         uids = {int(k): v.decode() for k, v in (await self.redis.hgetall(self.uids_key)).items()}
-        deleted = {int(k) for k in await self.redis.hkeys(self.deleted_key)}
+        deleted = {int(k) for k in await self.redis.hgetall(self.deleted_key)}
         return FolderState(
             uidvalidity=int(head["uidvalidity"]) if "uidvalidity" in head else None,
             last_uid=int(head.get("last_uid", 0)),

@@ -19,7 +19,6 @@ from services.searcher.ingest.withdraw import withdraw
 from services.sync.config import FolderMap, Source
 from shared.messages import IngestItem
 from tests.fixtures.dovecot import Dovecot, dovecot_server
-from tests.fixtures.redis_server import redis_server
 from tests.services.searcher.ingest.conftest import DIM, HashEmbedder
 
 PASSWORD = "correct horse battery staple"
@@ -33,15 +32,27 @@ def dovecot(tmp_path: Path) -> Iterator[Dovecot]:
 
 
 @pytest.fixture
-def redis_url(tmp_path: Path) -> Iterator[str]:
-    (tmp_path / "redis").mkdir()
-    with redis_server(tmp_path / "redis") as url:
-        yield url
+def redis_url(acl_redis) -> str:
+    """Redis with the shipped ACL file, as the sync stage's own user; the sync's keys and
+    the streams it feeds emptied first (the server is shared by the session)."""
+    admin = acl_redis.redis_client()
+    for key in [*admin.scan_iter("pm:sync:*"), "pm:ingest", "pm:withdrawn"]:
+        admin.delete(key)
+    password = acl_redis.secrets.passwords["sync"]
+    return f"redis://sync:{password}@127.0.0.1:{acl_redis.redis_port}/0"
 
 
 @pytest.fixture
 async def redis(redis_url: str):
     client = aioredis.Redis.from_url(redis_url)
+    yield client
+    await client.aclose()
+
+
+@pytest.fixture
+async def admin(acl_redis):
+    """What the searcher or an operator reads, which the sync user may not."""
+    client = aioredis.Redis(port=acl_redis.redis_port, username="admin", password=acl_redis.secrets.passwords["admin"])
     yield client
     await client.aclose()
 

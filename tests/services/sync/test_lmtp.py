@@ -39,22 +39,22 @@ def _send(port: int, to: list[str], raw: bytes) -> dict:
         return client.sendmail("mta@acme.example", to, _wire(raw))
 
 
-async def test_a_message_for_a_known_recipient_is_queued_before_250(lmtp, redis):
+async def test_a_message_for_a_known_recipient_is_queued_before_250(lmtp, admin):
     raw = mail(1)
     refused = await asyncio.to_thread(_send, lmtp, ["archive@acme.example"], raw)
     assert refused == {}
-    entries = await redis.xrange(streams.INGEST)
+    entries = await admin.xrange(streams.INGEST)
     assert len(entries) == 1
     queued = decode(entries[0][1], IngestRequested)
     assert (queued.tenant_id, queued.mailbox, queued.folder) == ("acme", "archive", "INBOX")
     assert base64.b64decode(queued.raw[0]).replace(b"\r\n", b"\n").rstrip() == raw.replace(b"\r\n", b"\n").rstrip()
 
 
-async def test_an_unknown_recipient_is_refused_at_rcpt(lmtp, redis):
+async def test_an_unknown_recipient_is_refused_at_rcpt(lmtp, admin):
     with pytest.raises(smtplib.SMTPRecipientsRefused) as caught:
         await asyncio.to_thread(_send, lmtp, ["nobody@acme.example"], mail(1))
     assert caught.value.recipients["nobody@acme.example"][0] == 550
-    assert await redis.xlen(streams.INGEST) == 0
+    assert await admin.xlen(streams.INGEST) == 0
 
 
 def _send_without_size(port: int, raw: bytes) -> tuple[int, bytes]:
@@ -66,11 +66,11 @@ def _send_without_size(port: int, raw: bytes) -> tuple[int, bytes]:
         return client.data(_wire(raw))
 
 
-async def test_a_message_over_the_size_limit_is_refused_at_mail_and_at_data(lmtp, redis):
+async def test_a_message_over_the_size_limit_is_refused_at_mail_and_at_data(lmtp, admin):
     big = mail(1, body="The forklift order, line by line.\n" * 300)
     with pytest.raises(smtplib.SMTPSenderRefused) as caught:  # its announced SIZE
         await asyncio.to_thread(_send, lmtp, ["archive@acme.example"], big)
     assert caught.value.smtp_code == 552
     code, _ = await asyncio.to_thread(_send_without_size, lmtp, big)
     assert code == 552
-    assert await redis.xlen(streams.INGEST) == 0
+    assert await admin.xlen(streams.INGEST) == 0
