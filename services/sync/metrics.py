@@ -13,5 +13,9 @@ LAST_SUCCESS = Gauge(
     "pm_sync_last_success_timestamp_seconds", "When a folder's last sync pass ended well (Unix time).",
     ["tenant", "mailbox", "folder"],
 )
+LAG = Gauge(
+    "pm_sync_lag_messages", "Messages on the server a folder's sync has not handed to ingest yet (during a pass).",
+    ["tenant", "mailbox", "folder"],
+)
 CONNECTIONS = Gauge("pm_sync_connections", "IMAP connections open now.")
 LMTP = Counter("pm_lmtp_messages_total", "Messages offered to the LMTP listener, by result.", ["result"])

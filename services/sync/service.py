@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -60,9 +61,10 @@ class FolderReport:
 
 async def sync_folder(
     conn: Connection, store: FolderStore, ingest: Ingest, source: Source, fmap: FolderMap, *,
-    max_bytes: int, batch: int,
+    max_bytes: int, batch: int, progress: Callable[[int], None] = lambda left: None,
 ) -> FolderReport:
-    """One pass over one folder (see the module docstring)."""
+    """One pass over one folder (see the module docstring). ``progress`` hears how many
+    messages are left to hand to ingest, before each batch and at the end (0)."""
     report = FolderReport(fmap.server)
     status = await asyncio.to_thread(conn.select, fmap.server)
     state = await store.load()
@@ -89,6 +91,7 @@ async def sync_folder(
     sizes = await asyncio.to_thread(conn.sizes, new) if new else {}
     seen: set[str] = set()
     for start in range(0, len(new), batch):
+        progress(len(new) - start)
         chunk = new[start:start + batch]
         wanted = [uid for uid in chunk if sizes.get(uid, 0) <= max_bytes]
         for uid in chunk:
@@ -112,6 +115,7 @@ async def sync_folder(
                 report.indexed += item.status == "indexed"
                 report.duplicate += item.status == "duplicate"
         await store.advance(max(chunk[-1], state.last_uid), mapped)
+    progress(0)
     if on_server and max(on_server) > state.last_uid:
         await store.advance(max(on_server), {})  # past new UIDs flagged \Deleted, not fetched
     if stale:

@@ -119,7 +119,8 @@ class Syncer:
     async def pass_over(self, conn: Connection, source: Source) -> None:
         for fmap in source.folders:
             store = FolderStore(self.redis, source.tenant, source.mailbox, fmap.server)
-            report = await sync_folder(conn, store, self.ingest, source, fmap,
+            lag = metrics.LAG.labels(source.tenant, source.mailbox, fmap.server)
+            report = await sync_folder(conn, store, self.ingest, source, fmap, progress=lag.set,
                                        max_bytes=self.settings.sync_max_message_bytes, batch=self.settings.sync_batch)
             for result in ("indexed", "duplicate", "failed", "too_large", "withdrawn"):
                 if count := getattr(report, result):

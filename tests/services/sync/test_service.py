@@ -16,12 +16,13 @@ from .conftest import mail, source
 INBOX, ARCHIVE = FolderMap(server="INBOX"), FolderMap(server="Archive", folder="archive")
 
 
-async def _sync(dovecot, redis, ingest, fmap=INBOX, *, batch=20, max_bytes=1_000_000, src=None):
+async def _sync(dovecot, redis, ingest, fmap=INBOX, *, batch=20, max_bytes=1_000_000, src=None, progress=None):
     src = src or source(dovecot, INBOX, ARCHIVE)
     conn = await asyncio.to_thread(Connection.open, src)
     try:
         store = FolderStore(redis, src.tenant, src.mailbox, fmap.server)
-        return await sync_folder(conn, store, ingest, src, fmap, max_bytes=max_bytes, batch=batch)
+        return await sync_folder(conn, store, ingest, src, fmap, max_bytes=max_bytes, batch=batch,
+                                 progress=progress or (lambda left: None))
     finally:
         conn.close()
 
@@ -29,8 +30,10 @@ async def _sync(dovecot, redis, ingest, fmap=INBOX, *, batch=20, max_bytes=1_000
 async def test_first_sync_imports_every_message_and_the_next_only_what_is_new(dovecot, redis, local_ingest):
     for n in range(5):
         dovecot.deliver(mail(n))
-    first = await _sync(dovecot, redis, local_ingest, batch=2)
+    left: list[int] = []
+    first = await _sync(dovecot, redis, local_ingest, batch=2, progress=left.append)
     assert (first.indexed, first.duplicate, first.failed) == (5, 0, 0)
+    assert left == [5, 3, 1, 0]  # what is left to hand to ingest, batch by batch
     assert local_ingest.batches == [2, 2, 1]
     dovecot.deliver(mail(5))
     second = await _sync(dovecot, redis, local_ingest)
