@@ -15,7 +15,7 @@ import typer
 from rich.table import Table
 
 from cli.client import fail, out
-from cli.evaluation.drafts import admin_client
+from cli.evaluation.drafts import admin_client, admin_password
 from services.sync.state import PREFIX
 from shared.settings import CliSettings, cli_settings
 
@@ -77,8 +77,9 @@ def once() -> None:
     if not config.sources:
         fail("no IMAP sources: set PM_SYNC_CONFIG to a sources file")
     limits = SyncSettings()
-    admin = _admin(settings)
-    password = admin.connection_pool.connection_kwargs["password"]
+    password = admin_password(settings.var_dir)
+    if password is None:
+        fail(f"no stack secrets in {settings.var_dir}/: run where `pmsearch up` ran, or set PM_VAR_DIR")
 
     async def run() -> None:
         client = aioredis.Redis(port=settings.redis_port, username="admin", password=password)

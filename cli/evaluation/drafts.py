@@ -23,13 +23,18 @@ FILE = "drafts.jsonl"
 RECENT = 500  # entries of each drafts stream searched for a run that has just ended
 
 
-def admin_client(var_dir: Path, redis_port: int) -> redis.Redis | None:
-    """The local stack's Redis as its admin user, or None without the stack's secrets."""
+def admin_password(var_dir: Path) -> str | None:
+    """The local stack's Redis admin password, or None without the stack's secrets."""
     try:
-        password = json.loads((var_dir / "secrets.json").read_text())["passwords"]["admin"]
+        return json.loads((var_dir / "secrets.json").read_text())["passwords"]["admin"]
     except (OSError, ValueError, KeyError):
         return None
-    return redis.Redis(port=redis_port, username="admin", password=password)
+
+
+def admin_client(var_dir: Path, redis_port: int) -> redis.Redis | None:
+    """The local stack's Redis as its admin user, or None without the stack's secrets."""
+    password = admin_password(var_dir)
+    return None if password is None else redis.Redis(port=redis_port, username="admin", password=password)
 
 
 class DraftKeeper:

@@ -29,9 +29,6 @@ class FolderState:
     # UIDs flagged \Deleted (not yet expunged): withdrawn, and fetched again if the flag
     # is cleared.
     deleted: set[int] = field(default_factory=set)
-    synced_at: float | None = None
-    error: str | None = None
-    error_kind: str | None = None
 
 
 class FolderStore:
@@ -53,9 +50,6 @@ class FolderStore:
             last_uid=int(head.get("last_uid", 0)),
             uids=uids,
             deleted=deleted,
-            synced_at=float(head["synced_at"]) if "synced_at" in head else None,
-            error=head.get("error") or None,
-            error_kind=head.get("error_kind") or None,
         )
 
     async def reset(self, uidvalidity: int) -> None:
