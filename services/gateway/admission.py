@@ -24,14 +24,17 @@ import asyncio
 import contextlib
 import math
 from collections import Counter
-from collections.abc import Awaitable, Callable
-from typing import Any, TypeVar
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from typing import Any, Literal, TypeVar
 
 from sse_starlette.sse import EventSourceResponse
 from starlette.types import Receive, Scope, Send
 
 from services.gateway import metrics
+from services.gateway.auth import Principal
 from services.gateway.errors import Overloaded, TenantBusy
+from services.gateway.limits import KeyLimits, StreamSlot
 from shared.settings import GatewaySettings
 
 T = TypeVar("T")
@@ -92,16 +95,67 @@ class Ticket:
             self._capacity = None
 
 
-class Admission:
-    """The replica's three capacities."""
+Kind = Literal["waiting_runs", "event_streams", "direct_searches"]
 
-    def __init__(self, settings: GatewaySettings) -> None:
+
+class Admission:
+    """The replica's three capacities, and the key's own limits taken with them."""
+
+    def __init__(self, settings: GatewaySettings, limits: KeyLimits) -> None:
         share = settings.tenant_share
-        self.waiting_runs = Capacity("waiting_runs", settings.max_waiting_runs, "PM_MAX_WAITING_RUNS", share)
-        self.event_streams = Capacity("event_streams", settings.max_event_streams, "PM_MAX_EVENT_STREAMS", share)
-        self.direct_searches = Capacity(
-            "direct_searches", settings.max_direct_searches, "PM_MAX_DIRECT_SEARCHES", share
-        )
+        self.limits = limits
+        self.capacities = {
+            "waiting_runs": Capacity("waiting_runs", settings.max_waiting_runs, "PM_MAX_WAITING_RUNS", share),
+            "event_streams": Capacity("event_streams", settings.max_event_streams, "PM_MAX_EVENT_STREAMS", share),
+            "direct_searches": Capacity(
+                "direct_searches", settings.max_direct_searches, "PM_MAX_DIRECT_SEARCHES", share
+            ),
+        }
+
+    @asynccontextmanager
+    async def hold(
+        self, kind: Kind, principal: Principal, *, tenant: str | None = None,
+        key_limit: Literal["rate", "stream"] | None = None,
+    ) -> AsyncIterator[Hold]:
+        """A slot of ``kind`` on this replica for ``tenant`` (the key's own by default;
+        the admin names the tenant it acts on), then, for a key, one search of its rate
+        (``"rate"``) or one of its stream slots kept renewed (``"stream"``). This
+        replica's capacity comes first: a refused request spends nothing of the key's.
+        All is given back when the block ends, unless :meth:`Hold.stream` handed it to
+        a response."""
+        owner = tenant if tenant is not None else principal.record.tenant_id
+        held = Hold(self.capacities[kind].take(owner))
+        try:
+            if principal.key is not None and key_limit == "rate":
+                await self.limits.take_search(principal.key.key_id)
+            elif principal.key is not None and key_limit == "stream":
+                held.slot = await self.limits.open_stream(principal.key.key_id)
+            if held.slot is None:
+                yield held
+            else:
+                async with held.slot.renewed():
+                    yield held
+        finally:
+            if not held.handed_over:
+                if held.slot is not None:
+                    await held.slot.release()
+                held.ticket.release()
+
+
+class Hold:
+    """What :meth:`Admission.hold` took: this replica's ticket and maybe the key's slot."""
+
+    def __init__(self, ticket: Ticket) -> None:
+        self.ticket = ticket
+        self.slot: StreamSlot | None = None
+        self.handed_over = False
+
+    def stream(self, events: AsyncIterator[dict[str, Any]], **kwargs: Any) -> HeldEventSource:
+        """An SSE response of ``events`` that keeps what is held until it ends, however it
+        ends (finished, client gone, never started); the block no longer gives it back."""
+        self.handed_over = True
+        source = self.slot.stream(events) if self.slot is not None else events
+        return HeldEventSource(source, ping=5, release=self.ticket.release, **kwargs)
 
 
 async def _disconnected(receive: Receive) -> None:

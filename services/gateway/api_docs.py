@@ -44,8 +44,8 @@ class YamlResponse(Response):
     media_type = "application/yaml"
 
 
-def _for_operators(request: Request) -> None:
-    if not operator_request(request, request.app.state.service):
+async def _for_operators(request: Request) -> None:
+    if not await operator_request(request):
         raise NotFound("no such resource")  # not advertised to the public
 
 
@@ -54,7 +54,7 @@ async def asyncapi(request: Request) -> JSONResponse:
     """The streams between the stages as AsyncAPI 3.0 (JSON; YAML at `/asyncapi.yaml`):
     one typed message per channel. For operators: on the operator port when the gateway
     has one, else here to the admin token or a client on the gateway's host; 404 to others."""
-    _for_operators(request)
+    await _for_operators(request)
     return JSONResponse(_asyncapi())
 
 
@@ -63,7 +63,7 @@ async def asyncapi(request: Request) -> JSONResponse:
 @router.get("/asyncapi.yaml", response_model=AsyncApiDocument, response_class=YamlResponse, include_in_schema=False)
 async def asyncapi_yaml(request: Request) -> Response:
     """The same document as YAML."""
-    _for_operators(request)
+    await _for_operators(request)
     return YamlResponse(_asyncapi_yaml())
 
 

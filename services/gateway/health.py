@@ -1,7 +1,8 @@
-"""The gateway's readiness, ``GET /readyz`` (``/healthz`` is liveness, in app.py): its
-store answers, and the deadline watchdog runs and finished a round recently. Without
-the watchdog no run past its deadline would ever get a result, so a replica whose
-watchdog stopped is not ready even while it serves requests."""
+"""The gateway's probes and metrics on its public port: liveness (``GET /healthz``),
+readiness (``GET /readyz``: its store answers, and the deadline watchdog runs and
+finished a round recently) and, for operators only, ``GET /metrics``. Without the
+watchdog no run past its deadline would ever get a result, so a replica whose watchdog
+stopped is not ready even while it serves requests."""
 
 from __future__ import annotations
 
@@ -10,9 +11,11 @@ import time
 from dataclasses import dataclass, field
 
 from fastapi import APIRouter, Request
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, Response
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from redis.asyncio import Redis
 
+from services.gateway.errors import NotFound
 from services.gateway.operators import operator_request
 from shared.health import PROBE_SECONDS, LoopProbes
 
@@ -67,12 +70,26 @@ class GatewayProbes(LoopProbes):
             raise RuntimeError(problem)
 
 
+@router.get("/healthz")
+async def healthz(request: Request) -> JSONResponse:
+    checks = await request.app.state.probe_checks.live()
+    ok = all(v == "ok" for v in checks.values())
+    return JSONResponse({"status": "ok" if ok else "fail"}, status_code=200 if ok else 503)
+
+
+@router.get("/metrics")
+async def prometheus(request: Request) -> Response:
+    if not await operator_request(request):
+        raise NotFound("no such resource")  # not advertised to the public
+    return Response(generate_latest(), media_type=CONTENT_TYPE_LATEST)
+
+
 @router.get("/readyz")
 async def readyz(request: Request) -> JSONResponse:
     """Ready or not; what each check found only for an operator (it names hosts and errors)."""
     checks = await request.app.state.probe_checks.ready()
     ok = all(v == "ok" for v in checks.values())
     body: dict = {"status": "ok" if ok else "fail"}
-    if operator_request(request, request.app.state.service):
+    if await operator_request(request):
         body["checks"] = checks
     return JSONResponse(body, status_code=200 if ok else 503)

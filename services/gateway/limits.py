@@ -17,7 +17,6 @@ its own if a replica dies holding it.
 from __future__ import annotations
 
 import asyncio
-import hmac
 import math
 import time
 import uuid
@@ -26,11 +25,14 @@ from typing import Any, AsyncIterator
 
 import anyio
 from fastapi.responses import JSONResponse
+from pydantic import SecretStr
 from redis.asyncio import Redis
 from redis.exceptions import RedisError
+from starlette.datastructures import Headers
 from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from services.gateway.auth import bearer, same_secret
 from services.gateway.errors import BodyTooLarge, RateLimited, TooManyStreams
 from shared.bus import raise_if_cancelled
 
@@ -59,11 +61,11 @@ class BodyLimit:
     """ASGI middleware: refuse request bodies over their limit before anyone reads them."""
 
     def __init__(self, app: ASGIApp, *, max_body_bytes: int, max_ingest_body_bytes: int,
-                 admin_token: str | None) -> None:
+                 admin_token: SecretStr | None) -> None:
         self.app = app
         self.max_body_bytes = max_body_bytes
         self.max_ingest_body_bytes = max_ingest_body_bytes
-        self._admin = admin_token.encode() if admin_token else None
+        self._admin = admin_token
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -105,13 +107,7 @@ class BodyLimit:
         return self.max_body_bytes, "PM_MAX_BODY_BYTES"
 
     def _is_admin(self, scope: Scope) -> bool:
-        if self._admin is None:
-            return False
-        for name, value in scope.get("headers", []):
-            if name == b"authorization" and value[:7].lower() == b"bearer ":
-                # Bytes, not str: compare_digest refuses non-ASCII str with a TypeError.
-                return hmac.compare_digest(value[7:].strip(), self._admin)
-        return False
+        return same_secret(bearer(Headers(scope=scope).get("authorization")), self._admin)
 
 
 def _content_length(scope: Scope) -> int | None:
@@ -204,7 +200,8 @@ class StreamSlot:
                 continue  # a Redis restart: keep renewing, the stream itself carries on
 
     @asynccontextmanager
-    async def held(self) -> AsyncIterator[None]:
+    async def renewed(self) -> AsyncIterator[None]:
+        """The lease kept alive while the block runs (given back by :meth:`release`)."""
         renewer = asyncio.create_task(self._renew())
         try:
             yield
@@ -212,6 +209,13 @@ class StreamSlot:
             renewer.cancel()
             with anyio.CancelScope(shield=True):
                 await asyncio.gather(renewer, return_exceptions=True)
+
+    @asynccontextmanager
+    async def held(self) -> AsyncIterator[None]:
+        try:
+            async with self.renewed():
+                yield
+        finally:
             await self.release()
 
     async def stream(self, events: AsyncIterator[dict[str, Any]]) -> AsyncIterator[dict[str, Any]]:

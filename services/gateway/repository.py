@@ -42,8 +42,9 @@ def seconds_to_utc_midnight(now: datetime | None = None) -> int:
 
 
 class GatewayRepository:
-    def __init__(self, redis: Redis) -> None:
+    def __init__(self, redis: Redis, tenant_defaults: TenantSettings | None = None) -> None:
         self._redis = redis
+        self._defaults = tenant_defaults or TenantSettings()
         self._indexed: set[str] = set()  # key ids this process saw in the index
 
     async def save_key(self, key: str, record: ApiKeyRecord) -> None:
@@ -79,11 +80,12 @@ class GatewayRepository:
     async def update_key(self, digest: str, record: ApiKeyRecord) -> None:
         await self._redis.set(_key_record(digest), record.model_dump_json(), xx=True)
 
-    async def tenant_settings(self, tenant_id: str, defaults: TenantSettings) -> TenantSettings:
+    async def tenant_settings(self, tenant_id: str) -> TenantSettings:
+        """The tenant's settings: what an administrator set, the deployment's defaults for the rest."""
         raw = await self._redis.get(_tenant(tenant_id))
         if not raw:
-            return defaults
-        merged = defaults.model_dump() | TenantSettings.model_validate_json(raw).model_dump(exclude_unset=True)
+            return self._defaults
+        merged = self._defaults.model_dump() | TenantSettings.model_validate_json(raw).model_dump(exclude_unset=True)
         return TenantSettings.model_validate(merged)
 
     async def save_tenant_settings(self, tenant_id: str, settings: TenantSettings) -> None:

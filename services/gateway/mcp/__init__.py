@@ -2,6 +2,6 @@
 tools, over streamable HTTP on the gateway (:func:`mount`) and over stdio through
 ``pmsearch mcp`` (:mod:`cli.mcp`)."""
 
-from services.gateway.mcp.http import mount
+from services.gateway.mcp.endpoints import mount
 
 __all__ = ["mount"]

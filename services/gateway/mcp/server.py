@@ -3,7 +3,7 @@
 Built on the SDK's low-level server, which takes each tool's JSON schema as written (the
 high-level one derives them from signatures and cannot say ``additionalProperties:
 false`` for every object). Each call is authenticated before it reaches this module
-(:mod:`services.gateway.mcp.http`): the handler finds the caller's key record and the
+(:mod:`services.gateway.mcp.endpoints`): the handler finds the caller's principal and the
 gateway's objects on the HTTP request that carried the call.
 
 A refused call (bad permission, spent cap, unknown run) is a tool error whose
@@ -21,10 +21,11 @@ import mcp.types as types
 from mcp.server.lowlevel import Server
 from pydantic import BaseModel, ValidationError
 
+from services.gateway.auth import Principal
 from services.gateway.errors import InvalidRequest
-from services.gateway.mcp import models as m
-from services.gateway.mcp import tools
-from services.gateway.schemas import ApiKeyRecord
+from services.gateway.mcp import schemas as m
+from services.gateway.mcp import service as tools
+from services.gateway.state import Gateway
 from shared.errors import PmError
 
 log = logging.getLogger("pmsearch.gateway.mcp")
@@ -106,15 +107,15 @@ def build_server() -> Server:
     async def _call(name: str, arguments: dict[str, Any]) -> types.CallToolResult:
         ctx = server.request_context
         state = getattr(ctx.request, "state", None)
-        record: ApiKeyRecord | None = getattr(state, "pm_record", None)
-        gw: tools.Gateway | None = getattr(state, "pm_gateway", None)
-        if record is None or gw is None:
+        principal: Principal | None = getattr(state, "pm_principal", None)
+        gw: Gateway | None = getattr(state, "pm_gateway", None)
+        if principal is None or gw is None:
             raise RuntimeError("MCP call without an authenticated request")  # mounted wrongly: a bug
         try:
             if name not in TOOLS:
                 raise InvalidRequest(f"no tool {name!r}; the tools are {', '.join(TOOLS)}")
             args = _parse(name, arguments or {})
-            out = await _run(gw, record, name, args, ctx)
+            out = await _run(gw, principal, name, args, ctx)
         except PmError as exc:
             return _error(exc, name)
         except Exception:
@@ -133,13 +134,13 @@ def build_server() -> Server:
     return server
 
 
-async def _run(gw: tools.Gateway, record: ApiKeyRecord, name: str, args: Any, ctx: Any) -> BaseModel:
+async def _run(gw: Gateway, principal: Principal, name: str, args: Any, ctx: Any) -> BaseModel:
     if name == "search":
-        return await tools.search(gw, record, args)
+        return await tools.search(gw, principal, args)
     if name == "get_run":
-        return await tools.get_run(gw, record, args)
+        return await tools.get_run(gw, principal, args)
     if name == "read_message":
-        return await tools.read_message(gw, record, args)
+        return await tools.read_message(gw, principal, args)
     token = ctx.meta.progressToken if ctx.meta else None
 
     async def progress(count: int, line: str) -> None:
@@ -148,4 +149,4 @@ async def _run(gw: tools.Gateway, record: ApiKeyRecord, name: str, args: Any, ct
                 token, float(count), message=line, related_request_id=str(ctx.request_id)
             )
 
-    return await tools.ask(gw, record, args, progress)
+    return await tools.ask(gw, principal, args, progress)

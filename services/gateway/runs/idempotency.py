@@ -34,7 +34,7 @@ from redis.asyncio.client import Pipeline
 from redis.exceptions import WatchError
 
 from services.gateway.errors import BadHeader, IdempotencyKeyInUse, IdempotencyKeyReused
-from services.gateway.schemas import SearchRequest
+from services.gateway.search.schemas import SearchRequest
 
 RESERVE_SECONDS = 10  # far above the few milliseconds admitting a run takes
 REMEMBER_SECONDS = 86_400

@@ -1,4 +1,4 @@
-"""Waiting for and streaming a run (services/gateway/runs.py), against a real Redis."""
+"""Waiting for and streaming a run (services/gateway/runs/service.py), against a real Redis."""
 
 from __future__ import annotations
 
@@ -9,8 +9,9 @@ import uuid
 
 import pytest
 
-from services.gateway.runs import RunService
-from services.gateway.service import GatewayService
+from services.gateway.repository import GatewayRepository
+from services.gateway.runs.service import RunService
+from services.gateway.searcher import Searcher
 from shared.messages import ProgressEvent, RunMeta, RunResult
 from shared.runstore import RunStore
 from shared.settings import GatewaySettings
@@ -34,7 +35,7 @@ class SwallowingStore(RunStore):
 
 def service(redis) -> RunService:
     settings = GatewaySettings(admin_token="a" * 32, scope_key=secrets.token_urlsafe(32))
-    runs = RunService(GatewayService(redis, settings))
+    runs = RunService(Searcher(redis, settings), GatewayRepository(redis))
     runs.store = SwallowingStore(redis)
     return runs
 
@@ -125,8 +126,9 @@ async def test_a_run_is_published_only_together_with_its_idempotency_mark(redis)
 
     from redis.exceptions import ResponseError
 
-    from services.gateway.idempotency import Claim
-    from services.gateway.schemas import ApiKeyRecord, SearchRequest
+    from services.gateway.runs.idempotency import Claim
+    from services.gateway.schemas import ApiKeyRecord
+    from services.gateway.search.schemas import SearchRequest
     from shared.streams import RUNS
 
     runs = service(redis)

@@ -17,19 +17,19 @@ inline script, no other origin and no form submission.
 from __future__ import annotations
 
 import re
-import secrets
 from pathlib import Path
 from typing import Annotated
 
-from fastapi import APIRouter, FastAPI, Header, Request
+from fastapi import APIRouter, Header
 from fastapi.responses import FileResponse, HTMLResponse
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 
-from services.gateway.admission import HeldEventSource
+from services.gateway.auth import Viewer
 from services.gateway.errors import NotFound
-from services.gateway.inspection import Inspector, RunView, Viewer
-from services.gateway.operators import bearer, client_address
-from services.gateway.runs import parse_last_event_id
+from services.gateway.inspector.schemas import RunView
+from services.gateway.inspector.service import Inspector
+from services.gateway.runs.service import parse_last_event_id
+from services.gateway.state import Gateway, Objects
 from shared.runstore import RunStore
 
 HERE = Path(__file__).parent
@@ -54,18 +54,8 @@ _templates = Environment(
 router = APIRouter(tags=["inspector"])
 
 
-async def viewer(request: Request, authorization: Annotated[str | None, Header()] = None) -> Viewer:
-    """The admin when the bearer token is the admin token, else the key's holder (401
-    for a missing or unknown key)."""
-    token = bearer(authorization)
-    admin = request.app.state.service.settings.admin_token
-    if token and admin and secrets.compare_digest(token.encode(), admin.get_secret_value().encode()):
-        return Viewer(record=None)
-    return Viewer(record=await request.app.state.service.authenticate(token, client_address(request)))
-
-
-def _inspector(request: Request) -> Inspector:
-    return Inspector(RunStore(request.app.state.service.redis))
+def _inspector(gw: Gateway) -> Inspector:
+    return Inspector(RunStore(gw.redis))
 
 
 def _run_id(run_id: str) -> str:
@@ -82,35 +72,20 @@ async def page(run_id: str) -> HTMLResponse:
 
 
 @router.get("/runs/{run_id}/data", response_model=RunView, include_in_schema=False)
-async def data(run_id: str, request: Request, authorization: Annotated[str | None, Header()] = None) -> RunView:
+async def data(run_id: str, who: Viewer, gw: Objects) -> RunView:
     """What the inspector shows of a run: record, budgets, result when finished and each
     cited excerpt in its source while the evidence is kept."""
-    who = await viewer(request, authorization)
-    return await _inspector(request).view(who, _run_id(run_id))
+    return await _inspector(gw).view(who, _run_id(run_id))
 
 
 @router.get("/runs/{run_id}/events", include_in_schema=False)
-async def events(
-    run_id: str,
-    request: Request,
-    authorization: Annotated[str | None, Header()] = None,
-    last_event_id: Annotated[str | None, Header()] = None,
-):
+async def events(run_id: str, who: Viewer, gw: Objects, last_event_id: Annotated[str | None, Header()] = None):
     """The run's SSE events, as ``GET /v1/runs/{id}/events`` sends them, for the page."""
-    who = await viewer(request, authorization)
     after = parse_last_event_id(last_event_id)
-    meta = await _inspector(request).meta(who, _run_id(run_id))
-    state = request.app.state
-    ticket = state.admission.event_streams.take(meta.tenant_id)
-    try:
-        source = state.runs.events(meta, after)
-        if who.record is not None:  # a key's streams count against its own limit
-            slot = await state.limits.open_stream(who.record.key_id)
-            source = slot.stream(source)
-    except BaseException:
-        ticket.release()
-        raise
-    return HeldEventSource(source, ping=5, release=ticket.release)
+    meta = await _inspector(gw).meta(who, _run_id(run_id))
+    # The admin's streams count against the tenant it looks at; a key's, against its own limit too.
+    async with gw.admission.hold("event_streams", who, tenant=meta.tenant_id, key_limit="stream") as held:
+        return held.stream(gw.runs.events(meta, after))
 
 
 @router.get("/inspector/static/{name}", include_in_schema=False)
@@ -118,8 +93,3 @@ async def static(name: str) -> FileResponse:
     if name not in STATIC:
         raise NotFound(f"no file {name[:64]}")
     return FileResponse(HERE / "static" / name, media_type=STATIC[name], headers=PAGE_HEADERS)
-
-
-def install(app: FastAPI) -> None:
-    """Add the inspector's routes to the gateway."""
-    app.include_router(router)

@@ -1,4 +1,4 @@
-"""Idempotency-Key records (services/gateway/idempotency.py), against a real Redis."""
+"""Idempotency-Key records (services/gateway/runs/idempotency.py), against a real Redis."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 from redis.exceptions import WatchError
 
 from services.gateway.errors import BadHeader, IdempotencyKeyInUse, IdempotencyKeyReused
-from services.gateway.idempotency import (
+from services.gateway.runs.idempotency import (
     RESERVE_SECONDS,
     Claim,
     IdempotencyKeys,
@@ -17,7 +17,7 @@ from services.gateway.idempotency import (
     record_key,
     request_digest,
 )
-from services.gateway.schemas import SearchRequest
+from services.gateway.search.schemas import SearchRequest
 
 
 @pytest.fixture

@@ -1,30 +1,38 @@
-"""Run administration: listing runs from the run store's index, cancelling a run for
-its owner, a tenant's cap use. The HTTP wiring is :mod:`services.gateway.admin_runs`.
+"""Administration: API keys, tenant settings, imports, and runs across tenants.
 
-A cancelled run ends like an overdue one: the gateway records the cancellation on the
-run's record and asks the verifier, the only writer of results, for a ``cancelled``
-ending (:func:`services.gateway.watchdog.request_ending`). The verifier ends every draft
-of a cancelled run ``cancelled`` and refuses that ending for any other run, so the run
-ends exactly once, with one ``done``, whichever draft gets there first.
+Only the deployment's admin token reaches this logic (:mod:`services.gateway.auth`): the
+admin API is cross-tenant, so no tenant's key opens it.
 """
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import math
+import secrets
 import time
+import uuid
 from datetime import UTC, datetime
-from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
-
-from services.gateway.errors import Conflict, InvalidRequest, NotFound
-from services.gateway.repository import seconds_to_utc_midnight
-from services.gateway.runs import RunService
-from services.gateway.schemas import ApiKeyRecord
-from services.gateway.watchdog import request_ending
-from shared.messages import Outcome, RunMeta, RunResult
+from services.gateway.admin.schemas import (
+    IngestBatch,
+    IngestResult,
+    KeyCreate,
+    KeyCreated,
+    KeyInfo,
+    KeyList,
+    RunPage,
+    RunQuery,
+    RunSummary,
+    RunView,
+    TenantSettingsPatch,
+    TenantUsage,
+)
+from services.gateway.errors import InvalidRequest, NotFound
+from services.gateway.repository import GatewayRepository, seconds_to_utc_midnight
+from services.gateway.schemas import ApiKeyRecord, TenantSettings
+from services.gateway.searcher import Searcher
+from shared import streams
+from shared.messages import IngestReplied, IngestRequested, RunMeta, RunResult
 from shared.runstore import RunStore
 
 # A list request reads at most this many index entries, so a filter that matches
@@ -32,74 +40,83 @@ from shared.runstore import RunStore
 # back short, with a cursor to go on from.
 SCAN_BUDGET = 2_000
 SCAN_BATCH = 200
-# How long a cancel waits for the verifier's result before answering 202.
-CANCEL_WAIT_SECONDS = 5.0
-_POLL_SECONDS = 0.05
-
-RunStatus = Literal["running", "finished"]
 
 
-class _Out(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class AdminService:
+    """Keys, tenant settings and imports."""
 
+    def __init__(self, repo: GatewayRepository, searcher: Searcher) -> None:
+        self.repo = repo
+        self.searcher = searcher
 
-class RunSummary(_Out):
-    """One run as the admin list shows it (times are Unix seconds)."""
+    async def create_key(self, spec: KeyCreate) -> KeyCreated:
+        now = datetime.now(UTC)
+        if spec.expires_at is not None and spec.expires_at <= now:
+            raise InvalidRequest("expires_at: must be in the future")
+        key = "pk_" + secrets.token_urlsafe(32)
+        record = ApiKeyRecord(
+            key_id=uuid.uuid4().hex[:12],
+            tenant_id=spec.tenant_id,
+            principal=spec.principal,
+            permissions=spec.permissions,
+            mailboxes=spec.mailboxes,
+            created_at=now,
+            expires_at=spec.expires_at,
+        )
+        await self.repo.save_key(key, record)
+        return KeyCreated(key=key, record=record)
 
-    run_id: str
-    tenant_id: str
-    principal: str
-    key_id: str
-    question: str
-    status: RunStatus
-    outcome: Outcome | None = None
-    reason: str | None = None
-    created_at: float
-    deadline: float
-    finished_at: float | None = None
-    cancelled_at: float | None = None
-    steps: int | None = None
-    model_calls: int | None = None
+    async def list_keys(self, tenant_id: str | None) -> KeyList:
+        now = datetime.now(UTC)
+        records = [r for r in await self.repo.list_keys() if tenant_id is None or r.tenant_id == tenant_id]
+        records.sort(key=lambda r: (r.tenant_id, r.created_at))
+        return KeyList(keys=[KeyInfo(**r.model_dump(), status=r.status_at(now)) for r in records])
 
+    async def revoke_key(self, key_id: str) -> KeyInfo:
+        """Revoke a key for good; revoking a revoked key changes nothing."""
+        found = await self.repo.find_key_by_id(key_id)
+        if found is None:
+            raise NotFound(f"no API key {key_id}")
+        digest, record = found
+        now = datetime.now(UTC)
+        if record.revoked_at is None:
+            record = record.model_copy(update={"revoked_at": now})
+            await self.repo.update_key(digest, record)
+        return KeyInfo(**record.model_dump(), status=record.status_at(now))
 
-class RunPage(_Out):
-    runs: list[RunSummary]
-    next_cursor: str | None = Field(
-        description="Pass as `cursor` for the next page; null once the index is exhausted. A page may hold "
-        "fewer than `limit` runs (even none) when a filter matched few of the entries one request reads."
-    )
+    async def tenant_settings(self, tenant_id: str) -> TenantSettings:
+        return await self.repo.tenant_settings(tenant_id)
 
+    async def patch_tenant_settings(self, tenant_id: str, patch: TenantSettingsPatch) -> TenantSettings:
+        current = await self.repo.tenant_settings(tenant_id)
+        updated = TenantSettings.model_validate(current.model_dump() | patch.model_dump(exclude_none=True))
+        await self.repo.save_tenant_settings(tenant_id, updated)
+        return updated
 
-class RunView(_Out):
-    """One run for the admin: its summary and, once finished, its stored result."""
-
-    run: RunSummary
-    result: RunResult | None = None
-
-
-class CancelAccepted(_Out):
-    run_id: str
-    status: Literal["cancelling"] = "cancelling"
-
-
-class TenantUsage(_Out):
-    tenant_id: str
-    day: str = Field(description="The UTC day the cap counts (YYYY-MM-DD).")
-    runs_used: int
-    daily_cap: int
-    remaining: int
-    resets_in_seconds: int
-    budgets: dict[str, float | int] = Field(description="The tenant's settings, by their dotted names.")
-
-
-class RunQuery(_Out):
-    tenant_id: str | None = None
-    principal: str | None = None
-    outcome: Outcome | Literal["running"] | None = None
-    since: datetime | None = None
-    until: datetime | None = None
-    limit: int = Field(default=50, ge=1, le=200)
-    cursor: str | None = None
+    async def ingest(self, batch: IngestBatch) -> IngestResult:
+        for i, raw in enumerate(batch.raw):
+            try:
+                base64.b64decode(raw, validate=True)
+            except ValueError:
+                raise InvalidRequest(f"raw[{i}] is not valid base64") from None
+        request_id = uuid.uuid4().hex
+        message = IngestRequested(
+            request_id=request_id,
+            tenant_id=batch.tenant_id,
+            mailbox=batch.mailbox,
+            folder=batch.folder,
+            raw=batch.raw,
+        )
+        timeout = self.searcher.settings.ingest_timeout_seconds
+        reply = IngestReplied.model_validate_json(await self.searcher.call(streams.INGEST, request_id, message, timeout))
+        return IngestResult(
+            indexed=sum(i.status == "indexed" for i in reply.items),
+            duplicate=sum(i.status == "duplicate" for i in reply.items),
+            errors=[f"message {i.index}: {i.error}" for i in reply.items if i.status == "error"],
+            collisions=sum(i.collision for i in reply.items),
+            notes=[f"message {i.index}: {note}" for i in reply.items for note in i.notes],
+            index_id=reply.index_id,
+        )
 
 
 def summary(meta: RunMeta, result: RunResult | None) -> RunSummary:
@@ -137,9 +154,11 @@ def _stamp(value: datetime | None, default: float) -> float:
 
 
 class RunAdmin:
-    def __init__(self, runs: RunService) -> None:
-        self.runs = runs
-        self.store: RunStore = runs.store
+    """Runs across tenants, for an administrator: the run store's index, each tenant's cap use."""
+
+    def __init__(self, store: RunStore, repo: GatewayRepository) -> None:
+        self.store = store
+        self.repo = repo
 
     async def list_runs(self, q: RunQuery) -> RunPage:
         """Runs newest first (by start time), filtered; see :class:`RunPage`."""
@@ -187,39 +206,9 @@ class RunAdmin:
         result = await self.store.result(run_id)
         return RunView(run=summary(meta, result), result=result)
 
-    async def cancel(self, record: ApiKeyRecord, run_id: str) -> RunResult | None:
-        """Cancel the caller's run: its ``cancelled`` result, or None when the verifier
-        has not stored it within :data:`CANCEL_WAIT_SECONDS` (it will). 404 for a run the
-        caller may not read; 409 when the run ended otherwise first."""
-        return await self._cancel(await self.runs.meta(record, run_id), "cancelled by its owner")
-
-    async def cancel_any(self, run_id: str) -> RunResult | None:
-        """:meth:`cancel` for an administrator: any tenant's run (404 for an unknown one)."""
-        meta = await self.store.meta(run_id)
-        if meta is None:
-            raise NotFound(f"no run {run_id}")
-        return await self._cancel(meta, "cancelled by an administrator")
-
-    async def _cancel(self, meta: RunMeta, note: str) -> RunResult | None:
-        run_id = meta.run_id
-        if await self.store.finished(run_id):
-            raise Conflict(f"run {run_id} has already finished")
-        if meta.cancelled_at is None:
-            meta = await self.store.mark_cancelled(meta, time.time())
-        await request_ending(self.runs.redis, meta, "cancelled", note)
-        give_up = time.monotonic() + CANCEL_WAIT_SECONDS
-        while time.monotonic() < give_up:
-            result = await self.store.result(run_id)
-            if result is not None:
-                if result.outcome != "cancelled":
-                    raise Conflict(f"run {run_id} finished ({result.outcome}) before it could be cancelled")
-                return result
-            await asyncio.sleep(_POLL_SECONDS)
-        return None
-
     async def usage(self, tenant_id: str) -> TenantUsage:
-        budgets = await self.runs.gw.tenant_settings(tenant_id)
-        used = await self.runs.gw.repo.cap_used(tenant_id)
+        budgets = await self.repo.tenant_settings(tenant_id)
+        used = await self.repo.cap_used(tenant_id)
         return TenantUsage(
             tenant_id=tenant_id,
             day=datetime.now(UTC).strftime("%Y-%m-%d"),

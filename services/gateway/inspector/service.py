@@ -3,75 +3,22 @@ cited excerpt, the text around it in its source message while the run's evidence
 still kept.
 
 Who may look is decided here too: a key of the run's principal and scope (the rules of
-``GET /v1/runs/{id}``, :func:`services.gateway.runs.may_read`), or the admin token,
+``GET /v1/runs/{id}``, :func:`services.gateway.runs.service.may_read`), or the admin token,
 which sees any run. Everything returned is plain text; the page escapes it.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Literal
-
-from pydantic import BaseModel, ConfigDict, Field
-
+from services.gateway.auth import Principal
 from services.gateway.errors import NotFound
-from services.gateway.runs import may_read
-from services.gateway.schemas import ApiKeyRecord
+from services.gateway.inspector.schemas import RunView, SourceContext
+from services.gateway.runs.service import may_read
 from shared.messages import EvidenceMessage, RunMeta, RunResult
 from shared.runstore import RunStore
 
 # Characters of the source shown on each side of an excerpt: enough to read it in its
 # place without sending a whole long message to the page.
 CONTEXT_CHARS = 400
-
-
-@dataclass(frozen=True)
-class Viewer:
-    """Who is looking: a key holder (``record``) or the admin (``record`` is None)."""
-
-    record: ApiKeyRecord | None
-
-    @property
-    def admin(self) -> bool:
-        return self.record is None
-
-
-class SourceContext(BaseModel):
-    """One citation's excerpt in its place: ``before`` + ``text`` + ``after`` is a span
-    of the cited part as stored. ``kept`` is False once the evidence has expired (or the
-    stored part no longer holds the excerpt there); then only ``text`` is known."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    sentence: int
-    citation: int
-    message_id: str
-    part: str
-    text: str
-    before: str = ""
-    after: str = ""
-    clipped_start: bool = False
-    clipped_end: bool = False
-    kept: bool = False
-
-
-class RunView(BaseModel):
-    """The inspector's data for one run."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    run_id: str
-    question: str
-    tenant_id: str
-    principal: str
-    view: Literal["owner", "admin"]
-    status: Literal["running", "finished"]
-    created_at: float
-    deadline: float
-    max_steps: int
-    max_seconds: float
-    result: RunResult | None = None
-    sources: list[SourceContext] = Field(default_factory=list)
 
 
 def part_text(message: EvidenceMessage, part: str) -> str | None:
@@ -127,7 +74,7 @@ class Inspector:
     def __init__(self, store: RunStore) -> None:
         self.store = store
 
-    async def meta(self, viewer: Viewer, run_id: str) -> RunMeta:
+    async def meta(self, viewer: Principal, run_id: str) -> RunMeta:
         """The run's record for a viewer who may see it; anyone else gets the 404 of a
         run that does not exist."""
         meta = await self.store.meta(run_id)
@@ -135,7 +82,7 @@ class Inspector:
             raise NotFound(f"no run {run_id}")
         return meta
 
-    async def view(self, viewer: Viewer, run_id: str) -> RunView:
+    async def view(self, viewer: Principal, run_id: str) -> RunView:
         meta = await self.meta(viewer, run_id)
         result = await self.store.result(run_id)
         # Full bodies stay only minutes after the run (the store's working keys); later

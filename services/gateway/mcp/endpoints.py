@@ -20,10 +20,9 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
+from services.gateway.auth import api_key
 from services.gateway.errors import Overloaded
 from services.gateway.mcp.server import build_server
-from services.gateway.mcp.tools import Gateway
-from services.gateway.operators import bearer, client_address
 from shared.errors import PmError
 
 PATH = "/mcp"
@@ -31,17 +30,15 @@ PATH = "/mcp"
 
 class McpEndpoint:
     """Authenticate the key, then hand the request to the MCP session manager with the
-    caller's record and the gateway's objects on the request's state."""
+    caller's principal and the gateway's objects on the request's state."""
 
     def __init__(self, manager: StreamableHTTPSessionManager) -> None:
         self.manager = manager
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         request = Request(scope, receive)
-        state = request.app.state
         try:
-            credential = bearer(request.headers.get("authorization"), request.headers.get("x-api-key"))
-            record = await state.service.authenticate(credential, client_address(request))
+            principal = await api_key(request)
         except PmError as exc:
             await self._problem(exc, scope, receive, send)
             return
@@ -50,8 +47,8 @@ class McpEndpoint:
                                 scope, receive, send)
             return
         scope.setdefault("state", {})
-        scope["state"]["pm_record"] = record
-        scope["state"]["pm_gateway"] = Gateway(state.service, state.runs, state.admission, state.limits)
+        scope["state"]["pm_principal"] = principal
+        scope["state"]["pm_gateway"] = request.app.state.gateway
         await self.manager.handle_request(scope, receive, send)
 
     @staticmethod

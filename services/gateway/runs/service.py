@@ -1,5 +1,5 @@
 """Agentic runs at the gateway: admission (permission, daily cap, budgets, signed
-scope), waiting for and streaming a run. The deadline watchdog is
+scope), waiting for, streaming and cancelling a run. The deadline watchdog is
 :mod:`services.gateway.watchdog`.
 
 A run belongs to the principal and scope that started it: only a key of that principal,
@@ -11,6 +11,12 @@ comes only from the run's final key, which only the verifier may write. The prog
 stream is shared by several stages, so the gateway relays its ``step`` and ``evidence``
 entries and treats ``answer``/``done`` entries there as a wake-up, never as content.
 The gateway reads with plain ``GET`` and ``XREAD``; it never joins a consumer group.
+
+A cancelled run ends like an overdue one: the gateway records the cancellation on the
+run's record and asks the verifier, the only writer of results, for a ``cancelled``
+ending (:func:`services.gateway.watchdog.request_ending`). The verifier ends every draft
+of a cancelled run ``cancelled`` and refuses that ending for any other run, so the run
+ends exactly once, with one ``done``, whichever draft gets there first.
 """
 
 from __future__ import annotations
@@ -30,11 +36,22 @@ from redis.exceptions import OutOfMemoryError, WatchError
 from redis.exceptions import TimeoutError as RedisTimeout
 
 from services.gateway import metrics
-from services.gateway.errors import BadHeader, CapExhausted, Forbidden, IdempotencyKeyInUse, NotFound, UpstreamTimeout
-from services.gateway.idempotency import REMEMBER_SECONDS, Claim, IdempotencyKeys, follow, request_digest
-from services.gateway.repository import seconds_to_utc_midnight
-from services.gateway.schemas import ApiKeyRecord, SearchRequest
-from services.gateway.service import GatewayService
+from services.gateway.auth import Principal
+from services.gateway.errors import (
+    BadHeader,
+    CapExhausted,
+    Conflict,
+    Forbidden,
+    IdempotencyKeyInUse,
+    NotFound,
+    UpstreamTimeout,
+)
+from services.gateway.repository import GatewayRepository, seconds_to_utc_midnight
+from services.gateway.runs.idempotency import REMEMBER_SECONDS, Claim, IdempotencyKeys, follow, request_digest
+from services.gateway.schemas import ApiKeyRecord
+from services.gateway.search.schemas import SearchRequest
+from services.gateway.searcher import Searcher
+from services.gateway.watchdog import request_ending
 from shared import streams
 from shared.bus import publish_in, raise_if_cancelled
 from shared.messages import ProgressEvent, RunMeta, RunRequested, RunResult
@@ -48,6 +65,9 @@ _ENTRY_ID = re.compile(r"\d{1,20}-\d{1,20}")
 # after this pause, until the run's own time is up.
 REDIS_RETRY_SECONDS = 0.25
 _TRANSIENT = (RedisConnectionError, RedisTimeout)
+# How long a cancel waits for the verifier's result before answering 202.
+CANCEL_WAIT_SECONDS = 5.0
+_POLL_SECONDS = 0.05
 
 
 def parse_last_event_id(value: str | None) -> str | None:
@@ -73,12 +93,13 @@ def may_read(record: ApiKeyRecord, meta: RunMeta) -> bool:
 
 
 class RunService:
-    def __init__(self, gateway: GatewayService) -> None:
-        self.gw = gateway
-        self.redis = gateway.redis
-        self.settings = gateway.settings
-        self.store = RunStore(gateway.redis, retention_days=gateway.settings.run_retention_days)
-        self.requests = IdempotencyKeys(gateway.redis, remember_seconds=min(REMEMBER_SECONDS, self.store.retention))
+    def __init__(self, searcher: Searcher, repo: GatewayRepository) -> None:
+        self.searcher = searcher
+        self.repo = repo
+        self.redis = searcher.redis
+        self.settings = searcher.settings
+        self.store = RunStore(self.redis, retention_days=self.settings.run_retention_days)
+        self.requests = IdempotencyKeys(self.redis, remember_seconds=min(REMEMBER_SECONDS, self.store.retention))
 
     async def start(
         self, record: ApiKeyRecord, req: SearchRequest, idempotency_key: str | None = None
@@ -86,7 +107,7 @@ class RunService:
         """Admit and publish a run for ``req`` and return it with False; or, when
         ``idempotency_key`` came before with the same body, the run that request started,
         with True (no second run, no second unit of the cap)."""
-        self.gw.require(record, "search:agentic")
+        Principal(key=record).require("search:agentic")
         mailboxes = self._mailboxes(record, req)
         run_id = uuid.uuid4().hex
         if idempotency_key is None:
@@ -129,8 +150,8 @@ class RunService:
         that must happen if and only if the run is published (one MULTI); ``guard``
         WATCHes what must not change before that MULTI runs (and refuses at once when
         it already has)."""
-        budgets = await self.gw.tenant_settings(record.tenant_id)
-        used = await self.gw.repo.take_cap(record.tenant_id, budgets.daily_cap)
+        budgets = await self.repo.tenant_settings(record.tenant_id)
+        used = await self.repo.take_cap(record.tenant_id, budgets.daily_cap)
         if used is None:
             metrics.CAP_REFUSED.inc()
             raise CapExhausted(
@@ -143,7 +164,8 @@ class RunService:
         now = time.time()
         deadline = now + budgets.max_seconds
         narrowed = record.model_copy(update={"mailboxes": mailboxes})
-        token = self.gw.sign(narrowed, run_id=run_id, expires_at=deadline + self.settings.deadline_grace_seconds + SCOPE_SLACK_SECONDS)
+        expires_at = deadline + self.settings.deadline_grace_seconds + SCOPE_SLACK_SECONDS
+        token = self.searcher.sign(narrowed, run_id=run_id, expires_at=expires_at)
         meta = RunMeta(
             run_id=run_id, tenant_id=record.tenant_id, principal=record.principal, question=req.query,
             scope_token=token, created_at=now, deadline=deadline, max_steps=budgets.max_steps,
@@ -165,10 +187,10 @@ class RunService:
                     with_publish(pipe)
                 await pipe.execute()
         except (OutOfMemoryError, IdempotencyKeyInUse):
-            await self.gw.repo.give_back_cap(record.tenant_id)
+            await self.repo.give_back_cap(record.tenant_id)
             raise
         except WatchError as exc:
-            await self.gw.repo.give_back_cap(record.tenant_id)
+            await self.repo.give_back_cap(record.tenant_id)
             raise IdempotencyKeyInUse(
                 "this request's Idempotency-Key was taken by another request before its run started; send it again",
                 retry_after=1,
@@ -217,6 +239,36 @@ class RunService:
                     seen_evidence = True
                     metrics.FIRST_EVIDENCE_SECONDS.observe(time.time() - meta.created_at)
         raise UpstreamTimeout(f"run {meta.run_id} did not finish; ask GET /v1/runs/{meta.run_id} later")
+
+    async def cancel(self, record: ApiKeyRecord, run_id: str) -> RunResult | None:
+        """Cancel the caller's run: its ``cancelled`` result, or None when the verifier
+        has not stored it within :data:`CANCEL_WAIT_SECONDS` (it will). 404 for a run the
+        caller may not read; 409 when the run ended otherwise first."""
+        return await self._cancel(await self.meta(record, run_id), "cancelled by its owner")
+
+    async def cancel_any(self, run_id: str) -> RunResult | None:
+        """:meth:`cancel` for an administrator: any tenant's run (404 for an unknown one)."""
+        meta = await self.store.meta(run_id)
+        if meta is None:
+            raise NotFound(f"no run {run_id}")
+        return await self._cancel(meta, "cancelled by an administrator")
+
+    async def _cancel(self, meta: RunMeta, note: str) -> RunResult | None:
+        run_id = meta.run_id
+        if await self.store.finished(run_id):
+            raise Conflict(f"run {run_id} has already finished")
+        if meta.cancelled_at is None:
+            meta = await self.store.mark_cancelled(meta, time.time())
+        await request_ending(self.redis, meta, "cancelled", note)
+        give_up = time.monotonic() + CANCEL_WAIT_SECONDS
+        while time.monotonic() < give_up:
+            result = await self.store.result(run_id)
+            if result is not None:
+                if result.outcome != "cancelled":
+                    raise Conflict(f"run {run_id} finished ({result.outcome}) before it could be cancelled")
+                return result
+            await asyncio.sleep(_POLL_SECONDS)
+        return None
 
     async def events(self, meta: RunMeta, last_event_id: str | None) -> AsyncIterator[dict[str, Any]]:
         """SSE events of the run from after ``last_event_id`` (already validated): the

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from services.gateway.inspection import source_contexts
+from services.gateway.inspector.service import source_contexts
 from shared.messages import (
     Answer,
     AnswerSentence,

@@ -9,13 +9,11 @@ from __future__ import annotations
 import json
 from collections.abc import Awaitable, Callable
 from contextlib import aclosing
-from dataclasses import dataclass
 
 from services.gateway import metrics
-from services.gateway.admission import Admission
+from services.gateway.auth import Principal
 from services.gateway.errors import Forbidden, InvalidRequest, NotFound, UpstreamTimeout
-from services.gateway.limits import KeyLimits
-from services.gateway.mcp.models import (
+from services.gateway.mcp.schemas import (
     AskInput,
     GetRunInput,
     ReadMessageInput,
@@ -28,9 +26,8 @@ from services.gateway.mcp.models import (
     message_output,
     run_view,
 )
-from services.gateway.runs import RunService
-from services.gateway.schemas import ApiKeyRecord, SearchRequest
-from services.gateway.service import GatewayService
+from services.gateway.search.schemas import SearchRequest
+from services.gateway.state import Gateway
 from shared.filters import Narrowing
 from shared.messages import MessagesResult
 from shared.tools import TOOLS
@@ -39,74 +36,48 @@ from shared.tools import TOOLS
 Progress = Callable[[int, str], Awaitable[None]]
 
 
-@dataclass(frozen=True)
-class Gateway:
-    """The gateway's objects one tool call needs."""
-
-    service: GatewayService
-    runs: RunService
-    admission: Admission
-    limits: KeyLimits
-
-
-async def search(gw: Gateway, record: ApiKeyRecord, args: SearchInput) -> SearchOutput:
-    gw.service.require(record, "search")
-    ticket = gw.admission.direct_searches.take(record.tenant_id)
-    try:
-        await gw.limits.take_search(record.key_id)
+async def search(gw: Gateway, principal: Principal, args: SearchInput) -> SearchOutput:
+    principal.require("search")
+    async with gw.admission.hold("direct_searches", principal, key_limit="rate"):
         req = SearchRequest(query=args.query, mode=args.mode, filters=args.filters or Narrowing(), limit=args.limit)
-        found = await gw.service.search(record, req)
-    finally:
-        ticket.release()
+        found = await gw.searches.search(principal.record, req)
     return SearchOutput(query=found.query, mode=found.mode, hits=clean_hits(found.hits), took_ms=found.took_ms)
 
 
-async def ask(gw: Gateway, record: ApiKeyRecord, args: AskInput, progress: Progress) -> RunView:
+async def ask(gw: Gateway, principal: Principal, args: AskInput, progress: Progress) -> RunView:
     """Start a run (permission, cap, signed scope: :meth:`RunService.start`), report its
     steps and evidence as they come, and return its stored result."""
-    ticket = gw.admission.event_streams.take(record.tenant_id)
-    try:
-        slot = await gw.limits.open_stream(record.key_id)
-        try:
-            req = SearchRequest(query=args.question, mode="agentic", filters=args.filters or Narrowing(),
-                                strategy=args.strategy)
-            meta, followed = await gw.runs.start(record, req, args.idempotency_key)
-        except BaseException:
-            await slot.release()
-            raise
+    async with gw.admission.hold("event_streams", principal, key_limit="stream"):
+        req = SearchRequest(query=args.question, mode="agentic", filters=args.filters or Narrowing(),
+                            strategy=args.strategy)
+        meta, followed = await gw.runs.start(principal.record, req, args.idempotency_key)
         count = 0
         # Closed however the loop ends (a client gone mid-run too), so the slot goes back now.
-        async with aclosing(slot.stream(gw.runs.events(meta, "0-0" if followed else None))) as events:
+        async with aclosing(gw.runs.events(meta, "0-0" if followed else None)) as events:
             async for event in events:
                 line = _progress_line(event)
                 if line is not None:
                     count += 1
                     await progress(count, line)
-    finally:
-        ticket.release()
     result = await gw.runs.result(meta.run_id)  # the verifier's result, never an event's text
     if result is None:
         raise UpstreamTimeout(f"run {meta.run_id} did not finish in time; call get_run with its run_id later")
     return run_view(result)
 
 
-async def get_run(gw: Gateway, record: ApiKeyRecord, args: GetRunInput) -> RunStatus:
-    meta = await gw.runs.meta(record, args.run_id)  # 404 unless this principal's, in scope
+async def get_run(gw: Gateway, principal: Principal, args: GetRunInput) -> RunStatus:
+    meta = await gw.runs.meta(principal.record, args.run_id)  # 404 unless this principal's, in scope
     result = await gw.runs.result(args.run_id)
     if result is None:
         return RunStatus(run_id=args.run_id, status="running", deadline=meta.deadline)
     return RunStatus(run_id=args.run_id, status="finished", result=run_view(result))
 
 
-async def read_message(gw: Gateway, record: ApiKeyRecord, args: ReadMessageInput) -> ReadMessageOutput:
+async def read_message(gw: Gateway, principal: Principal, args: ReadMessageInput) -> ReadMessageOutput:
     """One message, read by the searcher inside the key's signed scope (``pm:lookups``)."""
-    gw.service.require(record, "search")
-    ticket = gw.admission.direct_searches.take(record.tenant_id)
-    try:
-        await gw.limits.take_search(record.key_id)
-        reply = await gw.service.lookup(record, "read_message", {"message_id": args.message_id})
-    finally:
-        ticket.release()
+    principal.require("search")
+    async with gw.admission.hold("direct_searches", principal, key_limit="rate"):
+        reply = await gw.searches.lookup(principal.record, "read_message", {"message_id": args.message_id})
     outcome = reply.outcome
     if outcome is None:
         raise Forbidden(reply.error or "scope refused")

@@ -10,7 +10,7 @@ import time
 import anyio
 import pytest
 
-from services.gateway.mcp.models import RunView
+from services.gateway.mcp.schemas import RunView
 from tests.fixtures.brains import ATTEMPT, DRAFT, answer, honest, passages, schema_title, sentence
 
 GOLF = "What's the latest on the Golf claim CLM-2024-55817?"
