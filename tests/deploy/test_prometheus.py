@@ -31,6 +31,7 @@ from cli.stack import Stack
 from shared import streams
 from shared.bus import encode
 from shared.messages import ToolBatchRequested, ToolCall
+from shared.worker import Policy
 from tests.deploy.stalled_planner import SLOW_SECONDS, STALLED, firing, stall_a_planner, wait_for, write_targets
 from tests.fixtures.brains import SEARCH, answer, honest, honest_answer, schema_title, sentence
 from tests.fixtures.dovecot import dovecot_server
@@ -59,6 +60,10 @@ EXPECTED_FIRING = {
 }
 # The not-synced alert's 15 minutes, shortened as `for:` is (rules_for_test).
 NOT_SYNCED_SECONDS = 10
+REPORT_SECONDS = Policy().report_seconds  # how often each worker sets its stream gauges
+# Rules are evaluated every second; on a busy machine an evaluation, a scrape or a
+# report may come late, so what the scenario provoked is waited for up to this long.
+SETTLE_SECONDS = 60
 
 
 def brain(body: dict) -> Reply:
@@ -182,14 +187,17 @@ def run_scenario(stack: Stack, prom: Prometheus, api: Api, model: ScriptedModel,
     for question in [*QUESTIONS, QUESTIONS[0]]:
         body = api.search(key, query=question, mode="agentic").json()
         assert body["outcome"] == "degraded", body
-    # Every process reported its streams and the verifier its results at least once
-    # more (reports come every 5 s), then one stage goes away.
-    time.sleep(6)
+    # Every process reports its streams once more, and Prometheus has scraped that
+    # report, before one stage goes away: its series end with the kill.
+    reported = time.time() + REPORT_SECONDS
+    wait_for(lambda: prom.query("up") and not prom.query(f"timestamp(up) < {reported}"),
+             "a scrape of every process after its next report", step=0.2)
+    wait_for(lambda: prom.query('sum(pm_runs_finished_total{outcome="degraded"}) >= 4'),
+             "the degraded runs' results scraped", step=0.2)
     proc = stack.procs["answerer"]
     proc.kill()
     proc.wait()
     wait_for(lambda: prom.query('up{job="answerer"} == 0'), "the answerer's failed scrape")
-    time.sleep(3)  # a few more evaluations of every rule
 
 
 def queries() -> list[tuple[str, str, str]]:
@@ -207,20 +215,28 @@ def queries() -> list[tuple[str, str, str]]:
 
 def test_every_dashboard_query_and_alert_signal_returns_series(observed) -> None:
     _, prom, _ = observed
-    rows, empty = [], []
-    for source, title, expr in queries():
-        series = prom.query(expr)
-        # A quantile of a histogram without observations is NaN: a series, but no line.
-        finite = [s for s in series if math.isfinite(float(s["value"][1]))]
-        nonzero = [s for s in finite if float(s["value"][1]) != 0]
-        rows.append((source, title, expr, len(series), len(finite), len(nonzero)))
-        if not finite:
-            empty.append(f"{title}: {expr}")
+    rows: list[tuple] = []
+    empty: list[str] = []
+
+    def all_have_data() -> bool:
+        rows.clear()
+        empty.clear()
+        for source, title, expr in queries():
+            series = prom.query(expr)
+            # A quantile of a histogram without observations is NaN: a series, but no line.
+            finite = [s for s in series if math.isfinite(float(s["value"][1]))]
+            nonzero = [s for s in finite if float(s["value"][1]) != 0]
+            rows.append((source, title, expr, len(series), len(finite), len(nonzero)))
+            if not finite:
+                empty.append(f"{title}: {expr}")
+        return not empty
+
+    wait_for(all_have_data, lambda: "data for every query; without:\n" + "\n".join(empty),
+             timeout=SETTLE_SECONDS, step=1)
     width = max(len(r[1]) for r in rows)
     print(f"\n{'panel / alert signal':<{width}} | series | finite | non-zero | query")
     for _, title, expr, n, f, nz in rows:
         print(f"{title:<{width}} | {n:>6} | {f:>6} | {nz:>8} | {expr}")
-    assert not empty, "queries without data:\n" + "\n".join(empty)
 
 
 def test_the_verifier_reports_lag_and_pending_for_drafts(observed) -> None:
@@ -241,16 +257,21 @@ def test_every_alert_expression_is_evaluated_by_prometheus(observed) -> None:
 
 def test_provoked_faults_fire_their_alerts(observed) -> None:
     _, prom, _ = observed
-    now = [a["labels"] for a in prom.alerts() if a["state"] == "firing"]
+    now: list[dict] = []
 
     def fired(name: str, label: str | None, value: str | None) -> list[dict]:
         return [a for a in now if a["alertname"] == name and (label is None or a.get(label) == value)]
 
+    def missing() -> list[tuple]:
+        now[:] = [a["labels"] for a in prom.alerts() if a["state"] == "firing"]
+        return [expected for expected in EXPECTED_FIRING if not fired(*expected)]
+
+    # The killed stage's alert needs an evaluation after its failed scrape.
+    wait_for(lambda: not missing(), lambda: f"the provoked faults' alerts; not firing: {missing()}; firing: {now}",
+             timeout=SETTLE_SECONDS, step=1)
     print("\nalert | provoked by | fired with")
     for name, label, value in sorted(EXPECTED_FIRING, key=lambda e: e[0]):
-        print(f"{name} | {label}={value} | {fired(name, label, value) or 'NOT FIRING'}")
-    missing = [expected for expected in EXPECTED_FIRING if not fired(*expected)]
-    assert not missing, f"not firing: {missing}; firing: {now}"
+        print(f"{name} | {label}={value} | {fired(name, label, value)}")
 
 
 def test_a_stalled_entry_fired_its_alert_until_its_consumer_continued(observed) -> None:

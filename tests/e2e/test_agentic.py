@@ -269,7 +269,9 @@ def test_hanging_model_ends_at_the_deadline(api, stack_model):
     assert result["outcome"] == "budget_exhausted"
     assert result["evidence"], "the first search's evidence is kept"
     assert result["trace"]["steps"][0]["kind"] == "first_search"  # the planner's trace, not an empty one
-    assert took < 3 + 1.5 + 3, took  # deadline + watchdog grace + slack
+    # The deadline and the watchdog's grace, with room for a busy machine: far short of
+    # the model's 60 s hang, which is what a run without a deadline would wait.
+    assert took < 3 + 1.5 + 15, took
 
 
 def test_model_errors_degrade_to_hybrid_results(api, stack_model):

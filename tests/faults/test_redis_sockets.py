@@ -18,10 +18,12 @@ import socket
 import time
 
 import pytest
+import redis.asyncio as aioredis
 from redis.exceptions import TimeoutError as RedisTimeout
 
 from shared.bus import SOCKET_MARGIN_SECONDS, connect
 from shared.settings import ServiceSettings
+from tests.fixtures.waiting import until
 
 
 class Relay:
@@ -116,13 +118,23 @@ async def test_a_command_on_a_silent_connection_fails_in_time_and_the_next_uses_
 
 
 async def test_a_full_pool_makes_a_command_wait_for_a_connection_not_fail(redis_url):
-    client = connect(ServiceSettings(redis_url=redis_url), max_connections=2, pool_timeout=5, longest_block_seconds=1)
+    client = connect(ServiceSettings(redis_url=redis_url), max_connections=2, pool_timeout=5, longest_block_seconds=2)
+    admin = aioredis.from_url(redis_url)
     try:
-        blocked = [asyncio.create_task(client.blpop([f"test:sockets:wait{i}"], timeout=0.5)) for i in range(2)]
-        await asyncio.sleep(0.1)  # both connections held by blocking reads
-        started = time.monotonic()
+        already = await blocked_pops(admin)
+        blocked = [asyncio.create_task(client.blpop([f"test:sockets:wait{i}"], timeout=2)) for i in range(2)]
+        await until(lambda: _at_least(blocked_pops(admin), already + 2), "both connections held by blocking reads")
         assert await client.ping()
-        assert time.monotonic() - started >= 0.3  # it waited for one of them
+        assert any(task.done() for task in blocked)  # it waited for one of them to give its connection back
         await asyncio.gather(*blocked)
     finally:
         await client.aclose()
+        await admin.aclose()
+
+
+async def blocked_pops(admin) -> int:
+    return sum(1 for c in await admin.client_list() if c["cmd"] == "blpop" and "b" in c["flags"])
+
+
+async def _at_least(count, least: int) -> bool:
+    return await count >= least

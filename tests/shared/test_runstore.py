@@ -32,6 +32,7 @@ from shared.runstore import (
     index_key,
     retention_seconds,
 )
+from tests.fixtures.waiting import until
 
 
 def run_id() -> str:
@@ -153,20 +154,44 @@ async def test_a_broken_progress_entry_reads_as_none_but_advances_the_reader(red
     assert await store.read_progress(run, entries[-1][0], block_ms=None) == []
 
 
-async def test_the_lock_holds_off_a_second_holder_until_released(redis) -> None:
-    store, run = RunStore(redis), run_id()
-    order: list[str] = []
+class _CountingPipelines:
+    """A Redis client that counts the pipelines opened through it: each is one try at
+    the run's lock (or, once taken, its release)."""
 
-    async def hold(name: str, seconds: float) -> None:
+    def __init__(self, inner: aioredis.Redis) -> None:
+        self._inner, self.pipelines = inner, 0
+
+    def pipeline(self, *args, **kwargs):
+        self.pipelines += 1
+        return self._inner.pipeline(*args, **kwargs)
+
+    def __getattr__(self, name: str):
+        return getattr(self._inner, name)
+
+
+async def test_the_lock_holds_off_a_second_holder_until_released(redis) -> None:
+    run = run_id()
+    b_redis = _CountingPipelines(redis)
+    order: list[str] = []
+    a_in, a_may_leave = asyncio.Event(), asyncio.Event()
+
+    async def hold(store: RunStore, name: str, leave: asyncio.Event | None = None) -> None:
         async with store.held_state(run, RunMeta):
             order.append(f"{name} in")
-            await asyncio.sleep(seconds)
+            if leave is not None:
+                a_in.set()
+                await leave.wait()
             order.append(f"{name} out")
 
-    first = asyncio.create_task(hold("a", 0.2))
-    await asyncio.sleep(0.05)
-    await hold("b", 0)
-    await first
+    first = asyncio.create_task(hold(RunStore(redis), "a", a_may_leave))
+    await a_in.wait()
+    second = asyncio.create_task(hold(RunStore(b_redis), "b"))
+    # b's second pipeline opens only once its first is answered: it has asked for the
+    # lock at least once while a holds it.
+    await until(lambda: b_redis.pipelines >= 2, "b to try the lock")
+    assert order == ["a in"]
+    a_may_leave.set()
+    await asyncio.gather(first, second)
     assert order == ["a in", "a out", "b in", "b out"]
     assert not await redis.exists(streams.lock_key(run))
 

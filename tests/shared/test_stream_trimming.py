@@ -7,7 +7,10 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections import Counter
 from dataclasses import replace
+
+import pytest
 
 from shared.bus import encode, publish, publish_in
 from shared.consumer_group import ConsumerGroup
@@ -22,11 +25,35 @@ class Mail(Job):
     body: str = ""
 
 
+@pytest.fixture
+def trim_rounds(monkeypatch) -> Counter[str]:
+    """Trim rounds finished, by stream: what "nothing more goes" waits on, so that it
+    has been tried several times however slowly the rounds come."""
+    rounds: Counter[str] = Counter()
+    real = ConsumerGroup.trim_consumed
+
+    async def counted(self: ConsumerGroup, *args, **kwargs):
+        try:
+            return await real(self, *args, **kwargs)
+        finally:
+            rounds[self.stream] += 1
+
+    monkeypatch.setattr(ConsumerGroup, "trim_consumed", counted)
+    return rounds
+
+
+async def more_rounds(rounds: Counter[str], stream: str, more: int = 3) -> None:
+    at_least = rounds[stream] + more
+    await wait_for(lambda: rounds[stream] >= at_least, f"{more} more trim rounds of {stream}")
+
+
 async def ids(client, stream: str) -> list[str]:
     return [i.decode() for i, _ in await client.xrange(stream)]
 
 
-async def test_consumed_entries_are_trimmed_while_a_pending_one_and_those_after_it_stay(redis_url, client, stream):
+async def test_consumed_entries_are_trimmed_while_a_pending_one_and_those_after_it_stay(
+    redis_url, client, stream, trim_rounds
+):
     release = asyncio.Event()
 
     async def handle(job: Job, delivery: Delivery) -> None:
@@ -38,7 +65,7 @@ async def test_consumed_entries_are_trimmed_while_a_pending_one_and_those_after_
     async with running(redis_url, stream, handle, policy=TRIM, concurrency=3):
         # The first is consumed and dropped; the pending one and the one after it stay.
         await wait_for(lambda: _equals(ids(client, stream), [held, after]))
-        await asyncio.sleep(0.3)  # several more trim rounds
+        await more_rounds(trim_rounds, stream)
         assert await ids(client, stream) == [held, after]
         assert (await client.xpending(stream, GROUP))["pending"] == 1
         release.set()
@@ -46,7 +73,7 @@ async def test_consumed_entries_are_trimmed_while_a_pending_one_and_those_after_
     assert first not in await ids(client, stream)
 
 
-async def test_entries_another_group_has_not_read_are_kept(redis_url, client, stream):
+async def test_entries_another_group_has_not_read_are_kept(redis_url, client, stream, trim_rounds):
     async def handle(job: Job, delivery: Delivery) -> None:
         return None
 
@@ -55,11 +82,11 @@ async def test_entries_another_group_has_not_read_are_kept(redis_url, client, st
         await publish(client, stream, Job(n=n))
     async with running(redis_url, stream, handle, policy=TRIM):
         await wait_for(lambda: _pending_zero_after_reading(client, stream))
-        await asyncio.sleep(0.3)
+        await more_rounds(trim_rounds, stream)
         assert await client.xlen(stream) == 3  # "slow" has read none of them
 
 
-async def test_consumed_entries_younger_than_the_keep_time_stay(redis_url, client, stream):
+async def test_consumed_entries_younger_than_the_keep_time_stay(redis_url, client, stream, trim_rounds):
     async def handle(job: Job, delivery: Delivery) -> None:
         return None
 
@@ -67,7 +94,7 @@ async def test_consumed_entries_younger_than_the_keep_time_stay(redis_url, clien
     young = await publish(client, stream, Job(n=1))
     async with running(redis_url, stream, handle, policy=replace(TRIM, keep_consumed_ms=30_000)):
         await wait_for(lambda: _equals(ids(client, stream), [young.decode()]))
-        await asyncio.sleep(0.3)
+        await more_rounds(trim_rounds, stream)
         assert await ids(client, stream) == [young.decode()]
     assert old.decode() not in await ids(client, stream)
 

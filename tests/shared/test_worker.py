@@ -23,6 +23,7 @@ from shared.errors import ContractError
 from shared.settings import ServiceSettings
 from shared.streams import dead_letter, final_key
 from shared.worker import Delivery, Policy, Worker
+from tests.fixtures.waiting import until as wait_for
 
 GROUP = "g"
 FAST = Policy(reclaim_idle_ms=400, heartbeat_ms=100, reclaim_poll_ms=50, max_deliveries=3, block_ms=200)
@@ -65,16 +66,6 @@ async def running(redis_url: str, stream: str, handle, *, consumer: str = "c1", 
         yield worker
     finally:
         await worker.stop()
-
-
-async def wait_for(predicate, timeout: float = 10.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = await predicate()
-        if value:
-            return value
-        await asyncio.sleep(0.02)
-    raise AssertionError("timed out")
 
 
 async def pending(client, stream: str) -> int:
@@ -129,6 +120,19 @@ async def test_a_lost_group_is_created_again_and_reading_goes_on(redis_url, clie
 async def test_replicas_share_a_backlog_instead_of_one_taking_it_all(redis_url, client, stream):
     calls_a, calls_b = Calls(), Calls()
     most_held = 0
+    b_running = asyncio.Event()
+
+    async def handle_a(job: Job, delivery: Delivery) -> None:
+        calls_a.seen.append((job.n, delivery))
+        # "a" is busy until "b" is up, however long "b" takes to start: it is the whole
+        # backlog, still unread, that "a" must not have taken meanwhile.
+        await b_running.wait()
+        await asyncio.sleep(0.2)
+
+    async def handle_b(job: Job, delivery: Delivery) -> None:
+        calls_b.seen.append((job.n, delivery))
+        b_running.set()
+        await asyncio.sleep(0.2)
 
     async def watch() -> None:
         nonlocal most_held
@@ -137,12 +141,12 @@ async def test_replicas_share_a_backlog_instead_of_one_taking_it_all(redis_url, 
             most_held = max([most_held] + [int(c["pending"]) for c in info["consumers"]])
             await asyncio.sleep(0.01)
 
-    async with running(redis_url, stream, recorder(calls_a, seconds=0.2), consumer="a", concurrency=2):
+    async with running(redis_url, stream, handle_a, consumer="a", concurrency=2):
         for n in range(20):
             await publish(client, stream, Job(n=n))  # a backlog "a" alone could take
         watcher = asyncio.create_task(watch())
-        await asyncio.sleep(0.3)
-        async with running(redis_url, stream, recorder(calls_b, seconds=0.2), consumer="b", concurrency=2):
+        await wait_for(lambda: len(calls_a) == 2, "a to run all it can")
+        async with running(redis_url, stream, handle_b, consumer="b", concurrency=2):
             await wait_for(lambda: _ready(len(calls_a) + len(calls_b) == 20))
             await wait_for(lambda: _zero(pending(client, stream)))
         watcher.cancel()
@@ -283,10 +287,11 @@ async def test_stream_lag_and_pending_age_are_reported_for_the_input_stream(redi
     async with running(redis_url, stream, held, policy=policy, concurrency=1):
         await publish(client, stream, Job(n=1))
         await publish(client, stream, Job(n=2))
-        await asyncio.sleep(0.6)
+        # One report round sets all three: once it shows the held entry's age, the
+        # other two are of the same round.
+        await wait_for(lambda: metric("pm_stream_pending_age_seconds", stream=stream) > 0.3, "an old pending entry")
         assert metric("pm_stream_pending", stream=stream) == 1
         assert metric("pm_stream_lag", stream=stream) == 1  # the second waits for a free slot
-        assert metric("pm_stream_pending_age_seconds", stream=stream) > 0.3
         release.set()
         await wait_for(lambda: _zero(pending(client, stream)))
 

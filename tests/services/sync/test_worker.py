@@ -10,6 +10,7 @@ from services.sync import imap, worker
 from services.sync.config import SyncConfig
 from services.sync.worker import Syncer
 from shared.settings import SyncSettings
+from tests.fixtures.waiting import until
 
 from .conftest import mail, source
 
@@ -45,11 +46,18 @@ async def test_a_working_source_is_kept_current(dovecot, redis, redis_url, local
     syncer = Syncer(SyncSettings(redis_url=redis_url), SyncConfig(sources=[src]), redis)
     syncer.ingest = local_ingest  # the searcher's own ingest code, in process
     task = asyncio.create_task(syncer.keep_current(src))
-    await asyncio.sleep(2)
-    dovecot.deliver(mail(2))
-    await asyncio.sleep(2)
-    task.cancel()
-    await asyncio.gather(task, return_exceptions=True)
+    try:
+        await until(lambda: local_ingest.subjects("INBOX") == ["Message 1"], "the first pass")
+        dovecot.deliver(mail(2))  # after the first pass: only a later poll finds it
+        await until(lambda: local_ingest.subjects("INBOX") == ["Message 1", "Message 2"], "the second message")
+        state = await until(lambda: _synced_up_to(redis, b"2"), "the folder's state after the second message")
+    finally:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
     assert local_ingest.subjects("INBOX") == ["Message 1", "Message 2"]
+    assert state[b"synced_at"] and not state[b"error"]
+
+
+async def _synced_up_to(redis, uid: bytes) -> dict | None:
     state = await redis.hgetall("pm:sync:acme:alice:INBOX")
-    assert state[b"last_uid"] == b"2" and state[b"synced_at"] and not state[b"error"]
+    return state if state.get(b"last_uid") == uid else None

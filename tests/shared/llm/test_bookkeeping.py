@@ -123,10 +123,8 @@ async def test_timeout():
 async def test_spent_deadline_is_a_timeout_without_a_request():
     transport, seen = replying(completion(GOOD))
     async with ModelClient(settings(), transport=transport) as client:
-        started = time.monotonic()
         call = await call_model(client, "t_deadline", MESSAGES, Pick, name="pick", deadline=time.time() - 1)
     assert call.result == "timeout" and call.attempts == 0 and seen == []
-    assert time.monotonic() - started < 0.5
 
 
 def test_both_stages_metrics_and_the_shared_ones_import_in_one_process():

@@ -43,6 +43,7 @@ def test_cancelled_trial_frees_the_slot():
 # endpoint is unwell, and a process queues its calls past PM_MODEL_MAX_CONCURRENCY.
 
 import asyncio  # noqa: E402
+import threading  # noqa: E402
 import time  # noqa: E402
 
 import httpx  # noqa: E402
@@ -50,6 +51,7 @@ import pytest  # noqa: E402
 
 from shared.llm import ModelClient, ModelTimeout, ModelUnavailable  # noqa: E402
 from tests.fixtures.scripted_model import Reply, Script, ScriptedModel  # noqa: E402
+from tests.fixtures.waiting import until  # noqa: E402
 from tests.shared.llm.helpers import GOOD, MESSAGES, Pick, settings  # noqa: E402
 
 
@@ -154,12 +156,24 @@ async def test_calls_past_the_concurrency_limit_queue_instead_of_failing(scripte
 
 
 async def test_a_call_that_waits_past_its_deadline_for_a_turn_does_not_count(scripted_model: ScriptedModel):
-    scripted_model.set_script(Script(default=Reply(delay=1, content=GOOD)))
+    # The model answers the first call only when the test says so: the first holds the
+    # only turn for as long as the second waits, however slowly this machine runs.
+    arrived, answer = threading.Event(), threading.Event()
+
+    def held(body: dict) -> Reply:
+        arrived.set()
+        answer.wait(30)
+        return Reply(content=GOOD)
+
+    scripted_model.set_script(held)
     config = settings(scripted_model.base_url, model_max_concurrency=1, model_timeout_seconds=10, breaker_failures=1)
     async with ModelClient(config) as client:
         first = asyncio.create_task(_call(client))
-        await asyncio.sleep(0.1)  # the first holds the only turn
-        with pytest.raises(ModelTimeout, match="no turn"):
-            await _call(client, deadline=time.time() + 0.2)
+        try:
+            await until(arrived.is_set, "the first call to reach the model")
+            with pytest.raises(ModelTimeout, match="no turn"):
+                await _call(client, deadline=time.time() + 0.2)
+        finally:
+            answer.set()
         assert (await first).value.limit == 3
         assert client.breaker.state == "closed"

@@ -15,6 +15,7 @@ from services.gateway.searcher import Searcher
 from shared.messages import ProgressEvent, RunMeta, RunResult
 from shared.runstore import RunStore
 from shared.settings import GatewaySettings
+from tests.fixtures.waiting import until
 
 
 class SwallowingStore(RunStore):
@@ -56,15 +57,27 @@ async def _consume(events) -> None:
 @pytest.mark.parametrize("how", ["wait", "events"])
 async def test_a_wait_ends_when_cancelled_even_if_redis_py_swallows_the_cancellation(redis, how) -> None:
     runs, meta = service(redis), unfinished_run()
+    already = await blocked_reads(redis)
     task = asyncio.create_task(runs.wait(meta) if how == "wait" else _consume(runs.events(meta, None)))
-    await asyncio.sleep(0.3)  # inside a blocking read
+    # Redis holds the read: the cancellation lands while redis-py waits for its reply
+    # (earlier, inside redis-py's own sending, it may be swallowed there instead).
+    await until(lambda: _more(blocked_reads(redis), already), "the wait's blocking read")
     task.cancel()
-    done, _ = await asyncio.wait({task}, timeout=3)
+    # Far short of the run's 60 s, far past what ending takes.
+    done, _ = await asyncio.wait({task}, timeout=10)
     if not done:  # the bug: the loop went on towards the run's deadline; stop it for good
         task.cancel()
-        await asyncio.wait({task}, timeout=3)
+        await asyncio.wait({task}, timeout=10)
     assert runs.store.swallowed == 1
     assert task in done and task.cancelled()
+
+
+async def blocked_reads(redis) -> int:
+    return sum(1 for c in await redis.client_list() if c["cmd"] == "xread" and "b" in c["flags"])
+
+
+async def _more(count, than: int) -> bool:
+    return await count > than
 
 
 class CountingStore(RunStore):
@@ -109,13 +122,16 @@ async def test_a_wait_reads_the_result_when_done_is_announced_not_at_every_progr
 async def test_a_result_stored_but_never_announced_is_found_by_a_quiet_read(redis, how) -> None:
     runs, meta = counting(redis), unfinished_run()
     await _progress_then_result(RunStore(redis), meta, announce=False)  # the verifier died before announcing
-    started = time.monotonic()
-    if how == "wait":
-        result = await asyncio.wait_for(runs.wait(meta), 5)
-    else:
+
+    async def outcome() -> RunResult:
+        if how == "wait":
+            return await runs.wait(meta)
         events = [e async for e in runs.events(meta, None)]
-        result = RunResult.model_validate_json(events[-1]["data"])
-    assert result.outcome == "insufficient_evidence" and time.monotonic() - started < 3
+        return RunResult.model_validate_json(events[-1]["data"])
+
+    # Without the quiet read the wait would end only at the run's deadline, 60 s away.
+    result = await asyncio.wait_for(outcome(), 20)
+    assert result.outcome == "insufficient_evidence"
 
 
 
