@@ -22,6 +22,7 @@ from typing import Any
 from bench._util import emit_json, format_table
 from bench.prefix_cache import ROOT, evidence_for
 from shared import passages as P
+from shared import prompts
 from shared.fencing import Fence
 from shared.llm import ModelClient
 from shared.llm.bookkeeping import call_model
@@ -58,13 +59,13 @@ async def attempts(base_url: str) -> list[dict[str, Any]]:
     try:
         for i, (question, shown) in enumerate([cases[-1], *cases]):
             messages = [
-                {"role": "system", "content": P.SYSTEM},
+                {"role": "system", "content": prompts.system(prompts.prompt_settings())},
                 # A fixed fence marker: every variant reads exactly the same prompt.
-                {"role": "user", "content": P.user_turn(question, shown, Fence(marker="5e1f0c2a9b7d3e48"), P.ANSWER)},
+                {"role": "user", "content": prompts.user_turn(question, shown, Fence(marker="5e1f0c2a9b7d3e48"), prompts.ANSWER)},
             ]
             started = time.perf_counter()
             call = await call_model(
-                client, "bench", messages, P.answer_model([p.ref for p in shown], "AnswerDraft"), name="answer"
+                client, "bench", messages, prompts.answer_model([p.ref for p in shown], "AnswerDraft"), name="answer"
             )
             if i:
                 out.append({

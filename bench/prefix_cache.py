@@ -22,6 +22,7 @@ from pathlib import Path
 from bench._util import emit_json, format_table, percentile
 from services.searcher.ingest.parser import parse_message
 from shared import passages as P
+from shared import prompts
 from shared.fencing import Fence
 from shared.llm import ModelClient
 from shared.llm.bookkeeping import call_model
@@ -58,10 +59,11 @@ def evidence_for(keyword: str) -> list[EvidenceMessage]:
 
 
 async def attempt(client: ModelClient, question: str, shown: list[P.Passage], nonce: bool) -> tuple[float, int]:
-    system = (f"[{secrets.token_hex(8)}]\n" if nonce else "") + P.SYSTEM
-    messages = [{"role": "system", "content": system}, {"role": "user", "content": P.user_turn(question, shown, Fence.new(), P.ANSWER)}]
+    system = (f"[{secrets.token_hex(8)}]\n" if nonce else "") + prompts.system(prompts.prompt_settings())
+    turn = prompts.user_turn(question, shown, Fence.new(), prompts.ANSWER)
+    messages = [{"role": "system", "content": system}, {"role": "user", "content": turn}]
     started = time.perf_counter()
-    reply = await call_model(client, "bench", messages, P.answer_model([p.ref for p in shown], "AnswerDraft"), name="answer")
+    reply = await call_model(client, "bench", messages, prompts.answer_model([p.ref for p in shown], "AnswerDraft"), name="answer")
     return time.perf_counter() - started, reply.prompt_tokens
 
 

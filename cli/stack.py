@@ -207,7 +207,7 @@ class Stack:
             server_command,
             start_local_model,
         )
-        from shared.passages import SYSTEM
+        from shared.prompts import prompt_settings, system
 
         port = free_port()
         with open(self.log_dir / "model.log", "ab") as log:
@@ -218,7 +218,7 @@ class Stack:
         # measured on two cores): the model's time limit and the demo's run budget
         # come from this machine's speed, not a guess.
         try:
-            self.model_speed = prompt_speed(base_url, MODEL_ALIAS, SYSTEM)
+            self.model_speed = prompt_speed(base_url, MODEL_ALIAS, system(prompt_settings()))
         except (httpx.HTTPError, KeyError, ValueError):
             self.model_speed = None  # the budgets stay at their floor; `pmsearch up` says so
         self.run_seconds = run_seconds(self.model_speed or 0)

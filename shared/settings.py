@@ -2,7 +2,9 @@
 prefix (``PM_REDIS_URL``, ``PM_MODEL_BASE_URL``, ...).
 
 Each service gets its own class holding only what that service may know: the verifier's
-settings have no model credentials, the gateway's have no Qdrant location.
+settings have no model credentials, the gateway's have no Qdrant location. What the
+model stages tell their model is set apart, beside its texts (``PM_PROMPT_*``,
+:class:`shared.prompts.PromptSettings`), so the verifier never imports prompt code.
 """
 
 from __future__ import annotations
@@ -239,11 +241,12 @@ S = TypeVar("S", bound=BaseSettings)
 
 def load(cls: type[S]) -> S:
     """A service's settings, or exit with one readable line naming the bad variables."""
+    prefix = cls.model_config.get("env_prefix", "PM_")
     try:
         return cls()
     except ValidationError as exc:
         problems = "; ".join(
-            (f"PM_{'_'.join(str(p) for p in e['loc']).upper()} " if e["loc"] else "")
+            (f"{prefix}{'_'.join(str(p) for p in e['loc']).upper()} " if e["loc"] else "")
             + ("is not set" if e["type"] == "missing" else e["msg"].removeprefix("Value error, "))
             for e in exc.errors()
         )

@@ -22,9 +22,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from shared.messages import EvidenceMessage
-from shared.passages import own_text, sender_name
 from shared.text import amounts, figures
 from shared.text.amounts import as_amount
+from shared.text.mail import own_text, sender_name
 from shared.text.quotes import extract_quotes
 from shared.text.words import prefix_stems as stems
 from shared.textcache import cached_text

@@ -29,8 +29,8 @@ from dataclasses import dataclass
 from services.answerer.statements import attachment_sentences, quotable, sentences, statement
 from services.answerer.values import details, given
 from shared.messages import DraftSentence, EvidenceMessage
-from shared.passages import sender_name
 from shared.text import question as asked
+from shared.text.mail import sender_name
 from shared.text.shapes import missing
 from shared.text.words import prefix_stems as stems
 

@@ -21,9 +21,8 @@ from services.answerer.attribution import attribute, echoes_header
 from services.answerer.details import with_details
 from services.answerer.disagreement import with_other_statements
 from services.answerer.left_out import with_left_out
-from services.answerer.prompts import answer_messages
 from shared import passages as P
-from shared import streams
+from shared import prompts, streams
 from shared.bus import publish
 from shared.fencing import Fence
 from shared.llm import ModelClient
@@ -47,10 +46,14 @@ from shared.text.words import prefix_stems
 
 
 class Answerer:
-    def __init__(self, redis: Redis, model: ModelClient, citation_source: Literal["code", "model"] = "code") -> None:
+    def __init__(
+        self, redis: Redis, model: ModelClient, citation_source: Literal["code", "model"] = "code",
+        texts: prompts.PromptSettings | None = None,
+    ) -> None:
         self.redis = redis
         self.model = model
         self.citation_source = citation_source
+        self.texts = texts or prompts.prompt_settings()
 
     async def answer(self, req: AnswerRequested) -> None:
         evidence = await RunStore(self.redis).evidence_list(req.run_id, req.focus)
@@ -67,8 +70,9 @@ class Answerer:
         elif not written:
             shown = P.build(req.question, evidence, first=req.found_later)
             reply = await call_model(
-                self.model, "answer", answer_messages(req.question, shown, Fence.new()),
-                P.answer_model([p.ref for p in shown], "AnswerDraft"), name="answer", deadline=req.deadline,
+                self.model, "answer", prompts.answer_messages(self.texts, req.question, shown, Fence.new()),
+                prompts.answer_model([p.ref for p in shown], "AnswerDraft", self.texts.sentence), name="answer",
+                deadline=req.deadline,
             )
             step.model_usage = reply.usage()
             usage.model_calls += step.model_usage.model_calls

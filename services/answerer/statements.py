@@ -12,7 +12,7 @@ import re
 from datetime import datetime
 
 from shared.messages import DraftSentence, EvidenceMessage
-from shared.passages import own_text, sender_name
+from shared.text.mail import own_text, sender_name
 from shared.text.sentences import prose_sentences, table_sentences
 
 # Longer, it is a page, not a sentence: copied whole from a stranger's unpunctuated text,

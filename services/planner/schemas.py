@@ -14,7 +14,7 @@ from typing import Literal, Union
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
 from shared.messages import DraftSentence, Hit, RunRequested, Trace, Usage
-from shared.passages import SEARCH_TOOLS
+from shared.prompts import SEARCH_TOOLS
 from shared.tools import constrained_args
 
 

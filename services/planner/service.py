@@ -34,11 +34,10 @@ from pydantic import BaseModel
 
 from services.planner import metrics
 from services.planner.filters import drop_unasked, has_filters
-from services.planner.prompts import add_missing, attempt_messages, search_messages, search_note
 from services.planner.repository import PlannerRepository
 from services.planner.schemas import RunState, call_models, search_model
 from shared import passages as P
-from shared import streams
+from shared import prompts, streams
 from shared.fencing import Fence
 from shared.llm import ModelClient
 from shared.llm.bookkeeping import ModelCall, call_model
@@ -81,9 +80,10 @@ def first_search(question: str, strategy: str = "loop") -> ToolCall:
 
 
 class Planner:
-    def __init__(self, repo: PlannerRepository, model: ModelClient) -> None:
+    def __init__(self, repo: PlannerRepository, model: ModelClient, texts: prompts.PromptSettings | None = None) -> None:
         self.repo = repo
         self.model = model
+        self.texts = texts or prompts.prompt_settings()
 
     # ------------------------------------------------------------ entry points
 
@@ -160,8 +160,8 @@ class Planner:
                 phase = await self._next(now)
                 held.save(now)
             return phase, now
-        messages = attempt_messages(run.question, shown, state.notes, Fence.new())
-        schema = P.answer_model([p.ref for p in shown], "PlannerAnswer")
+        messages = prompts.answer_messages(self.texts, run.question, shown, Fence.new(), state.notes)
+        schema = prompts.answer_model([p.ref for p in shown], "PlannerAnswer", self.texts.sentence)
         reply = await call_model(self.model, "decide", messages, schema, name="planner_answer", deadline=run.deadline)
         reply = await self._complete(run, messages, schema, reply)
         async with self.repo.holding(run.run_id) as held:
@@ -189,7 +189,7 @@ class Planner:
         follow = [
             *messages,
             {"role": "assistant", "content": reply.value.model_dump_json()},
-            {"role": "user", "content": add_missing(lacking)},
+            {"role": "user", "content": prompts.add_missing(self.texts, lacking)},
         ]
         again = await call_model(self.model, "decide", follow, schema, name="planner_answer", deadline=run.deadline)
         better = (
@@ -215,7 +215,7 @@ class Planner:
         calls = call_models(message_ids=[m.message_id for m in evidence], thread_ids=list(P.thread_ids(shown)))
         rounds_left = run.max_steps - state.steps_used
         reply = await call_model(
-            self.model, "search", search_messages(run.question, shown, state.notes, Fence.new(), rounds_left),
+            self.model, "search", prompts.search_messages(self.texts, run.question, shown, state.notes, Fence.new(), rounds_left),
             search_model(calls), name="planner_search", deadline=run.deadline,
         )
         async with self.repo.holding(run.run_id) as held:
@@ -359,7 +359,7 @@ class Planner:
             fresh = [m for m in o.message_ids if m not in state.focus and m not in new_ids]
             new_ids += fresh
             if batch.step > 0:
-                state.notes.append(search_note(o, len(fresh)))
+                state.notes.append(prompts.search_note(o, len(fresh)))
             emptied_by_filters &= o.ok and not o.message_ids and has_filters(o.arguments)
             if batch.step == 0 and o.ok and o.output is not None and o.output.kind == "hits":
                 state.hits = list(o.output.hits)

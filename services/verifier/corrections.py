@@ -22,7 +22,7 @@ from datetime import UTC, datetime, timedelta
 from email.utils import parseaddr
 
 from shared.messages import EvidenceMessage
-from shared.passages import own_text
+from shared.text.mail import own_text
 
 # How a sender says a message of theirs was wrong: in the correction's subject ("(corrected
 # venue)"), or in its own text, where an error word must be said of an earlier message

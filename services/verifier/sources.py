@@ -23,9 +23,9 @@ from services.verifier.parts import WINDOW, Part, has_stem, has_whole_word, pass
 from services.verifier.question import MONTHS
 from shared.mail_parts import Kind, blank_except, split_mail
 from shared.messages import EvidenceMessage, Excerpt
-from shared.passages import own_text
 from shared.steering import blanked
 from shared.text import align, amounts, figures
+from shared.text.mail import own_text
 from shared.text.words import in_english
 
 _WORD = re.compile(r"\w+")

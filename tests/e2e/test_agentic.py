@@ -12,8 +12,9 @@ import pytest
 from shared import streams
 from shared.bus import encode
 from shared.messages import EvidenceMessage, ToolBatchRequested, ToolCall
-from shared.passages import SYSTEM, own_text
+from shared.prompts import prompt_settings, system
 from shared.scope import Scope, sign_scope
+from shared.text.mail import own_text
 from tests.fixtures.brains import (
     ATTEMPT,
     DRAFT,
@@ -126,7 +127,7 @@ def test_the_prompt_shows_passages_in_one_fenced_block_under_a_fixed_system_prom
     stack_model.set_script(honest())
     agentic(api, api.key("acme/alice"))
     (body,) = stack_model.bodies
-    assert body["messages"][0] == {"role": "system", "content": SYSTEM}
+    assert body["messages"][0] == {"role": "system", "content": system(prompt_settings())}
     text = user_text(body)
     marker = code(body)
     assert text.startswith(f"CODE for this request: {marker}\n")

@@ -6,10 +6,8 @@ from __future__ import annotations
 import re
 from datetime import UTC, datetime, timedelta
 
-import pytest
-from pydantic import ValidationError
-
 from shared import passages as P
+from shared import prompts
 from shared.fencing import Fence
 from shared.messages import EvidenceAttachment, EvidenceMessage
 
@@ -24,34 +22,6 @@ def msg(mid: str, body: str, *, thread: str = "t1", day: int = 1, sender: str = 
         date=datetime(2024, 3, 1, tzinfo=UTC) + timedelta(days=day), subject=subject, body=body,
         attachments=attachments or [],
     )
-
-
-# ---------------------------------------------------------------- own_text
-
-
-@pytest.mark.parametrize(
-    "body,kept,gone",
-    [
-        (
-            "We accept the claim.\n\nOn Mon, 11 Mar 2024 at 17:05, Dana Weber wrote:\n> We sent the photos.\n> Regards",
-            "We accept the claim.", "photos",
-        ),
-        ("We accept the claim.\n\nAm 11.03.2024 um 17:05 schrieb Dana Weber:\nDie Fotos anbei.", "We accept the claim.", "Fotos"),
-        ("We accept the claim.\n\n-----Original Message-----\nFrom: Dana\nThe photos.", "We accept the claim.", "photos"),
-        ("We accept the claim.\n\nFrom: Dana Weber\nSent: Monday\nThe photos.", "We accept the claim.", "photos"),
-        ("We accept the claim.\n> quoted line\nPayment follows.", "Payment follows.", "quoted line"),
-        ("We accept the claim.\n-- \nSabine Roth\n+49 40 8830 1456", "We accept the claim.", "8830"),
-        ("We accept the claim.\n\nKind regards,\nSabine Roth\nClaims adjuster", "We accept the claim.", "adjuster"),
-        ("Dear Ms Weber,\n\nWe accept the claim.", "We accept the claim.", "Dear"),
-        ("Hi team,\n\nThe review is on Thursday.\n\nTom\n", "The review is on Thursday.", "Tom"),
-    ],
-    ids=["on_wrote", "schrieb", "original_message", "outlook_header", "quoted_lines", "signature", "sign_off", "greeting",
-         "name_alone"],
-)
-def test_own_text_keeps_the_messages_own_words_only(body, kept, gone):
-    text = P.own_text(body)
-    assert kept in text
-    assert gone not in text
 
 
 # ---------------------------------------------------------------- build
@@ -178,14 +148,6 @@ def test_thread_refs_map_back_to_thread_ids():
     assert P.thread_ids(shown) == {"T1": "th-golf", "T2": "th-skoda"}
 
 
-def test_proposed_sentences_cite_the_messages_behind_their_refs():
-    shown = P.build(QUESTION, [msg("m1", "Photos sent for the claim.", day=1), msg("m2", "Claim accepted by the insurer.", day=2)])
-    Sentence = P.sentence_model([p.ref for p in shown])
-    (draft,) = P.proposed(shown, [Sentence(text="  The insurer accepted the Golf claim.  ", passages=["P2"])])
-    assert draft.text == "The insurer accepted the Golf claim."
-    assert draft.citations == ["m2"]
-
-
 # ---------------------------------------------------------------- render and the user turn
 
 
@@ -213,64 +175,9 @@ def test_mail_cannot_close_the_fence():
     assert text.count(fence.end_line) == 1 and text.endswith(fence.end_line)
 
 
-def test_the_user_turn_gives_the_code_then_passages_then_question_then_instruction():
-    fence = Fence.new()
-    shown = P.build(QUESTION, [msg("m1", "Claim accepted.")])
-    turn = P.user_turn(QUESTION, shown, fence, "Write the answer.", ["search {\"query\": \"golf\"}: 1 message(s), 1 new"])
-    assert turn.startswith(f"CODE for this request: {fence.marker}\n\nEvidence passages:\n<<<UNTRUSTED evidence {fence.marker}>>>")
-    assert turn.index(fence.end_line) < turn.index("Searched so far:") < turn.index(f"Question: {QUESTION}")
-    assert turn.endswith("Write the answer.")
-
-
-def test_the_system_prompt_is_the_same_for_every_call():
-    assert "CODE" in P.SYSTEM and "search:" in P.SYSTEM and "read_thread:" in P.SYSTEM
-    assert "{" not in P.RULES  # nothing per call in the cached prefix
-
-
-# ---------------------------------------------------------------- the sentence schema
-
-
-def test_a_sentence_may_name_only_the_refs_shown():
-    Sentence = P.sentence_model(["P1", "P2"])
-    assert Sentence(text="The insurer accepted the Golf claim.", passages=["P2"]).passages == ["P2"]
-    with pytest.raises(ValidationError):
-        Sentence(text="The insurer accepted the Golf claim.", passages=["P3"])
-    with pytest.raises(ValidationError):
-        Sentence(text="The insurer accepted the Golf claim.", passages=["m91cc4079e721"])
-    items = Sentence.model_json_schema()["properties"]["passages"]["items"]
-    assert items["enum"] == ["P1", "P2"]
-
-
-def test_a_bare_yes_is_not_a_sentence():
-    Sentence = P.sentence_model(["P1"])
-    with pytest.raises(ValidationError):
-        Sentence(text="Yes.", passages=["P1"])
-    with pytest.raises(ValidationError):
-        Sentence(text="The insurer accepted the Golf claim.", passages=[])
-
-
-def test_a_list_of_refs_gets_the_same_reply_model_on_every_call():
-    assert P.answer_model(["P1", "P2"], "PlannerAnswer") is P.answer_model(["P1", "P2"], "PlannerAnswer")
-    assert P.sentence_model(["P1", "P2"]) is P.sentence_model(["P1", "P2"])
-    other = P.answer_model(["P1", "P2", "P3"], "PlannerAnswer")
-    sentence = other.model_json_schema()["$defs"]["AnswerSentence"]
-    assert sentence["properties"]["passages"]["items"]["enum"] == ["P1", "P2", "P3"]
-    assert P.answer_model(["P1", "P2"], "AnswerDraft").model_json_schema()["title"] == "AnswerDraft"
-
-
-@pytest.mark.parametrize(
-    ("written", "plain"),
-    [
-        ("Alice Martin from thread T1 stated that the damage happened in transport.",
-         "Alice Martin stated that the damage happened in transport."),
-        ("According to P2, the invoice is EUR 5.", "The invoice is EUR 5."),
-        ("The invoice is EUR 5 (P2, P3).", "The invoice is EUR 5."),
-        ("The meeting is in Terminal T1 at 10:00.", "The meeting is in Terminal T1 at 10:00."),  # not a label
-        ("The code is T1000.", "The code is T1000."),
-        ("2024-03-13 Wed, P2, P3, T1: 3 of 7", "2024-03-13 Wed"),  # the header's place copied too
-        ("It was sent on 13 March (T1: 2 of 3, latest found).", "It was sent on 13 March."),
-        ("Seats P1, P2 are booked.", "Seats P1, P2 are booked."),  # may be the mail's own
-    ],
-)
-def test_the_prompts_labels_are_taken_out_of_a_sentence(written, plain):
-    assert P.without_labels(written) == plain
+def test_proposed_sentences_cite_the_messages_behind_their_refs():
+    shown = P.build(QUESTION, [msg("m1", "Photos sent for the claim.", day=1), msg("m2", "Claim accepted by the insurer.", day=2)])
+    Sentence = prompts.sentence_model([p.ref for p in shown])
+    (draft,) = P.proposed(shown, [Sentence(text="  The insurer accepted the Golf claim.  ", passages=["P2"])])
+    assert draft.text == "The insurer accepted the Golf claim."
+    assert draft.citations == ["m2"]

@@ -1,4 +1,4 @@
-"""The verifier cannot call a model: it imports no model client and knows no credentials."""
+"""The verifier cannot call a model: it imports no model client and no prompt, and knows no credentials."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from pathlib import Path
 from shared.settings import VerifierSettings
 
 ROOT = Path(__file__).resolve().parents[3]
-FORBIDDEN_PREFIXES = ("shared.llm", "openai", "anthropic", "services.planner", "services.answerer", "llama_cpp")
+FORBIDDEN_PREFIXES = ("shared.llm", "shared.prompts", "openai", "anthropic", "services.planner", "services.answerer", "llama_cpp")
 
 
 def test_verifier_imports_no_model_client() -> None:

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from shared import passages as P
+from shared import prompts
 from shared.llm.dialects import schema_of
 
 
 def test_the_schema_is_a_fresh_copy_each_time():
-    model = P.answer_model(["P1", "P2"], "AnswerDraft")
+    model = prompts.answer_model(["P1", "P2"], "AnswerDraft")
     first = schema_of(model)
     assert first == model.model_json_schema()
     first["properties"].clear()  # a caller changing its request body
