@@ -16,14 +16,14 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from cli.demo import DEMO_KEYS
-from cli.evaluation.questions import Question, corpus_message_ids, load_questions
-from services.searcher.index.edge import EdgeIndex
-from services.searcher.ingest.readers import demo_mailboxes, read_path
-from services.searcher.ingest.service import Ingester
-from services.searcher.repository import ScopedMailRepository
-from shared.scope import Scope
-from shared.settings import SearcherSettings
+from pmsearch.cli.demo import DEMO_KEYS
+from pmsearch.cli.evaluation.questions import Question, corpus_message_ids, load_questions
+from pmsearch.services.searcher.index.edge import EdgeIndex
+from pmsearch.services.searcher.ingest.readers import demo_mailboxes, read_path
+from pmsearch.services.searcher.ingest.service import Ingester
+from pmsearch.services.searcher.repository import ScopedMailRepository
+from pmsearch.shared.scope import Scope
+from pmsearch.shared.settings import SearcherSettings
 
 ROOT = Path(__file__).resolve().parent.parent
 DEMO = ROOT / "data" / "demo"
@@ -126,7 +126,7 @@ class Recall:
 def first_search(index: EdgeIndex, embedder: Any) -> list[list[str]]:
     """For every labelled question (every kind), the messages the agentic loop's first
     search puts before the model: hybrid, the question as the query, its limit."""
-    from services.planner.service import FIRST_SEARCH_LIMIT
+    from pmsearch.services.planner.service import FIRST_SEARCH_LIMIT
 
     repo = ScopedMailRepository(index, embedder)
     scopes = Recall([]).scopes

@@ -19,7 +19,7 @@ from typing import Any
 
 import httpx
 
-from cli.stack import Stack
+from pmsearch.cli.stack import Stack
 
 ROOT = Path(__file__).resolve().parent.parent
 DEMO = ROOT / "data" / "demo"
@@ -104,7 +104,7 @@ def demo_stack(work: Path, model_url: str, env: dict[str, str], tenant: dict[str
     and tenant acme's settings patched with ``tenant``; yields the stack and alice's key."""
     from rich.console import Console
 
-    from cli.demo import load_demo
+    from pmsearch.cli.demo import load_demo
 
     stack = Stack(
         work / "stack",

@@ -12,8 +12,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from tests.fixtures.brains import honest
-from tests.fixtures.scripted_model import ScriptedModel
+from pmsearch.testing.brains import honest
+from pmsearch.testing.scripted_model import ScriptedModel
 
 
 def main() -> None:

@@ -26,9 +26,9 @@ from typing import Any
 import httpx
 
 from bench._util import emit_json, format_table, latency_ms
-from cli.stack import Stack
-from tests.fixtures.brains import honest
-from tests.fixtures.scripted_model import ScriptedModel
+from pmsearch.cli.stack import Stack
+from pmsearch.testing.brains import honest
+from pmsearch.testing.scripted_model import ScriptedModel
 
 ROOT = Path(__file__).resolve().parent.parent
 DEMO = ROOT / "data" / "demo"
@@ -86,7 +86,7 @@ async def level(base_url: str, key: str, in_flight: int, runs: int) -> list[dict
 def scripted(latency: float, levels: list[int], work: Path) -> dict[str, Any]:
     from rich.console import Console
 
-    from cli.demo import load_demo
+    from pmsearch.cli.demo import load_demo
 
     brain = honest()
     with ScriptedModel(lambda body: brain(body).model_copy(update={"delay": latency})) as model:
@@ -135,7 +135,7 @@ def scripted(latency: float, levels: list[int], work: Path) -> dict[str, Any]:
 def real(work: Path) -> list[dict[str, Any]]:
     from rich.console import Console
 
-    from cli.demo import load_demo
+    from pmsearch.cli.demo import load_demo
 
     stack = Stack(work / "real", local_model=True)
     rows = []

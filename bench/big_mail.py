@@ -6,7 +6,7 @@ and verifies its sentences against it. For messages of 20 k, 200 k and 2 M chara
 in the same run:
 
 * ``whole``   - the message as stored, the way runs read it before evidence was bounded;
-* ``bounded`` - what a run reads now (``services.searcher.repository.bounded`` at
+* ``bounded`` - what a run reads now (``pmsearch.services.searcher.repository.bounded`` at
   ``PM_EVIDENCE_MAX_CHARS``, 32,000 characters).
 
 Each row gives the evidence a run holds for that message (its JSON in Redis, KB) and
@@ -22,9 +22,9 @@ import time
 from datetime import UTC, datetime
 
 from bench._util import emit_json, format_table
-from services.searcher.repository import EVIDENCE_MAX_CHARS, bounded
-from services.verifier.service import verify
-from shared.messages import Draft, DraftSentence, EvidenceMessage
+from pmsearch.services.searcher.repository import EVIDENCE_MAX_CHARS, bounded
+from pmsearch.services.verifier.service import verify
+from pmsearch.shared.messages import Draft, DraftSentence, EvidenceMessage
 
 SIZES = (20_000, 200_000, 2_000_000)
 TARGET_P95_MS = 20.0

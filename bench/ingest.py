@@ -39,7 +39,7 @@ import numpy as np
 
 from bench._util import emit_json, format_table, latency_ms
 from bench.mailgen import MAILBOXES, write_maildirs
-from cli.stack import ROOT, Stack
+from pmsearch.cli.stack import ROOT, Stack
 
 TENANT = "acme"
 QUERIES = ["invoice due amount", "claim photos assessor visit", "pickup schedule gate", "ticket laptop technician",
@@ -61,7 +61,7 @@ _CLI_WITH_RSS = """
 import atexit, resource, sys
 atexit.register(lambda: print(f"peak_rss_kb={resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}", file=sys.stderr))
 sys.argv[0] = "pmsearch"
-from cli.main import main
+from pmsearch.cli.main import main
 main()
 """
 _cli_peak_kb = 0
@@ -168,10 +168,10 @@ def gateway_latency(stack: Stack, per_mode: int) -> dict[str, Any]:
 def index_checks(data_dir: Path, sources: list[Path], per_mode: int) -> dict[str, Any]:
     """Open the stopped searcher's index: points, exactly-once per source message, and
     search latency at the index with the query embedded by the default embedder."""
-    from services.searcher.embedding import OnnxEmbedder
-    from services.searcher.index.base import IndexFilter
-    from services.searcher.index.edge import EdgeIndex
-    from services.searcher.ingest.parser import _first_id
+    from pmsearch.services.searcher.embedding import OnnxEmbedder
+    from pmsearch.services.searcher.index.base import IndexFilter
+    from pmsearch.services.searcher.index.edge import EdgeIndex
+    from pmsearch.services.searcher.ingest.parser import first_id
 
     index = EdgeIndex(data_dir, 384, optimize_after=0)
     flt = IndexFilter(tenant_id=TENANT, mailboxes=MAILBOXES)
@@ -186,7 +186,7 @@ def index_checks(data_dir: Path, sources: list[Path], per_mode: int) -> dict[str
     for source in sources:
         for f in source.rglob("*"):
             if f.is_file() and f.parent.name in ("cur", "new"):
-                mid = _first_id(parser.parsebytes(f.read_bytes()).get("Message-ID") or "")
+                mid = first_id(parser.parsebytes(f.read_bytes()).get("Message-ID") or "")
                 if mid:
                     wanted.add(mid)
     missing = sorted(m for m in wanted if m not in heads)

@@ -21,13 +21,13 @@ from typing import Any
 
 from bench._util import emit_json, format_table
 from bench.prefix_cache import ROOT, evidence_for
-from shared import passages as P
-from shared import prompts
-from shared.fencing import Fence
-from shared.llm import ModelClient
-from shared.llm.bookkeeping import call_model
-from shared.llm.local_server import DEFAULT_MODEL, MODEL_ALIAS, OPTIONS, start_local_model, stop_local_model
-from shared.settings import ModelSettings
+from pmsearch.shared import passages as P
+from pmsearch.shared import prompts
+from pmsearch.shared.fencing import Fence
+from pmsearch.shared.llm import ModelClient
+from pmsearch.shared.llm.bookkeeping import call_model
+from pmsearch.shared.llm.local_server import DEFAULT_MODEL, MODEL_ALIAS, OPTIONS, start_local_model, stop_local_model
+from pmsearch.shared.settings import ModelSettings
 
 # (question, a keyword that picks its evidence from the demo mailbox)
 CASES = [
@@ -80,7 +80,7 @@ async def attempts(base_url: str) -> list[dict[str, Any]]:
 
 
 def run_variant(options: dict[str, str]) -> list[dict[str, Any]]:
-    from cli.stack import free_port
+    from pmsearch.cli.stack import free_port
 
     port = free_port()
     proc = start_local_model(port, ROOT / DEFAULT_MODEL, n_ctx=4096, options=options, ready_timeout=300)

@@ -35,8 +35,8 @@ import httpx
 
 from bench._harness import demo_stack, eval_questions, scripted_model, sse_events
 from bench._util import emit_json, format_table
-from shared import streams
-from shared.bus import DATA_FIELD
+from pmsearch.shared import streams
+from pmsearch.shared.bus import DATA_FIELD
 
 STAGE_STREAMS = (streams.RUNS, streams.TOOLS, streams.OBSERVATIONS, streams.ANSWERS, *streams.DRAFT_STREAMS)
 # Who holds a run between two points of its path, by the stream entry that ends the hop.

@@ -20,14 +20,14 @@ import time
 from pathlib import Path
 
 from bench._util import emit_json, format_table, percentile
-from services.searcher.ingest.parser import parse_message
-from shared import passages as P
-from shared import prompts
-from shared.fencing import Fence
-from shared.llm import ModelClient
-from shared.llm.bookkeeping import call_model
-from shared.messages import EvidenceAttachment, EvidenceMessage
-from shared.settings import ModelSettings
+from pmsearch.services.searcher.ingest.parser import parse_message
+from pmsearch.shared import passages as P
+from pmsearch.shared import prompts
+from pmsearch.shared.fencing import Fence
+from pmsearch.shared.llm import ModelClient
+from pmsearch.shared.llm.bookkeeping import call_model
+from pmsearch.shared.messages import EvidenceAttachment, EvidenceMessage
+from pmsearch.shared.settings import ModelSettings
 
 ROOT = Path(__file__).resolve().parents[1]
 DEMO = ROOT / "data" / "demo"
@@ -91,8 +91,8 @@ def main() -> None:
     base_url = os.environ.get("PM_MODEL_BASE_URL")
     proc = None
     if not base_url:
-        from cli.stack import free_port
-        from shared.llm.local_server import DEFAULT_MODEL, start_local_model, stop_local_model
+        from pmsearch.cli.stack import free_port
+        from pmsearch.shared.llm.local_server import DEFAULT_MODEL, start_local_model, stop_local_model
 
         port = free_port()
         proc = start_local_model(port, ROOT / DEFAULT_MODEL, ready_timeout=300)

@@ -26,8 +26,8 @@ from typing import Any, Literal
 import numpy as np
 
 from bench._util import emit_json, format_table, latency_ms, time_each
-from services.searcher.embedding import OnnxEmbedder
-from services.searcher.index.base import Chunk, ChunkPayload, IndexFilter, MailIndex
+from pmsearch.services.searcher.embedding import OnnxEmbedder
+from pmsearch.services.searcher.index.base import Chunk, ChunkPayload, IndexFilter, MailIndex
 
 POOL = 2000
 QUERIES = 120
@@ -208,14 +208,14 @@ def _queries(n: int) -> list[str]:
 
 def _open(adapter: Literal["edge", "local"], folder: Path, dim: int) -> MailIndex:
     if adapter == "edge":
-        from services.searcher.index.edge import EdgeIndex
+        from pmsearch.services.searcher.index.edge import EdgeIndex
 
         # Upsert and indexing are timed apart here; the service lets upserts optimise.
         return EdgeIndex(folder / "edge", dim, optimize_after=0)
     import secrets
 
-    from services.searcher.index import open_index
-    from shared.settings import SearcherSettings
+    from pmsearch.services.searcher.index import open_index
+    from pmsearch.shared.settings import SearcherSettings
 
     # An index needs no scope key, but the searcher's settings refuse to exist without one.
     settings = SearcherSettings(qdrant_url=":memory:", collection="bench", scope_key=secrets.token_urlsafe(32))

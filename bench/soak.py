@@ -5,7 +5,7 @@ mailbox; each run a search round and three model calls), starts ``--runs`` agent
 runs at ``--rate`` a second (half over SSE, half waiting for the JSON result, at most
 ``--concurrency`` in flight) while a chaos loop SIGKILLs a random stage process
 (planner, searcher, answerer, verifier or the gateway) every ``--kill-every``. The
-stack's supervisor (cli/supervisor.py, as in `pmsearch up`) starts each one again.
+stack's supervisor (pmsearch/cli/supervisor.py, as in `pmsearch up`) starts each one again.
 With ``--restart-redis-every`` it also stops Redis (``SIGTERM``, a shutdown that writes
 the append-only file; ``--redis-signal kill`` for a crash, which may lose the last
 second of writes under ``appendfsync everysec``) and the supervisor starts it again on
@@ -57,12 +57,12 @@ import httpx
 from bench._harness import QUESTIONS, demo_stack, scripted_model
 from bench._soak_client import Client, run_client
 from bench._util import emit_json, format_table, latency_ms
-from cli.stack import Stack
-from cli.supervisor import Supervisor
-from shared import streams
-from shared.bus import DATA_FIELD
-from shared.messages import RunResult
-from shared.runstore import RunReader
+from pmsearch.cli.stack import Stack
+from pmsearch.cli.supervisor import Supervisor
+from pmsearch.shared import streams
+from pmsearch.shared.bus import DATA_FIELD
+from pmsearch.shared.messages import RunResult
+from pmsearch.shared.runstore import RunReader
 
 VICTIMS = ("planner", "searcher", "answerer", "verifier", "gateway")
 

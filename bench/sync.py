@@ -3,7 +3,7 @@
 A real Dovecot (started here, as the tests start it) holding generated mail
 (``bench.mailgen``), Redis, the searcher and the gateway on free ports, then, in one run:
 
-- **first sync**: a folder of N messages through the sync (``services.sync``: fetch,
+- **first sync**: a folder of N messages through the sync (``pmsearch.services.sync``: fetch,
   ``pm:ingest``, the searcher), against ``pmsearch ingest`` of the same N messages as a
   Maildir into another tenant (the baseline): messages a second each, and their ratio.
   Target: the sync bounded by the embedder, not by IMAP (ratio near 1);
@@ -36,8 +36,8 @@ import yaml
 
 from bench._util import emit_json, format_table, latency_ms
 from bench.mailgen import Generator
-from cli.stack import ROOT, Stack
-from tests.fixtures.dovecot import Dovecot, dovecot_server
+from pmsearch.cli.stack import ROOT, Stack
+from pmsearch.testing.dovecot import Dovecot, dovecot_server
 
 PASSWORD = "bench-imap-password"
 IDLE_TARGET_P95_S = 10.0
@@ -66,7 +66,7 @@ def baseline_ingest(stack: Stack, raws: list[bytes], work: Path) -> float:
     env = {k: v for k, v in os.environ.items() if not k.startswith("PM_")}
     env.update(PM_GATEWAY_URL=stack.gateway_url, PM_ADMIN_TOKEN=stack.secrets.admin_token, PM_VAR_DIR=str(stack.var_dir))
     start = time.perf_counter()
-    subprocess.run([sys.executable, "-m", "cli.main", "ingest", str(work / "maildir"), "-t", "files", "-m", "alice"],
+    subprocess.run([sys.executable, "-m", "pmsearch.cli.main", "ingest", str(work / "maildir"), "-t", "files", "-m", "alice"],
                    cwd=ROOT, env=env, check=True, capture_output=True, timeout=6 * 3600)
     return time.perf_counter() - start
 
@@ -76,7 +76,7 @@ def first_sync(stack: Stack, config: Path) -> float:
     env = {k: v for k, v in os.environ.items() if not k.startswith("PM_")}
     env.update(PM_VAR_DIR=str(stack.var_dir), PM_REDIS_PORT=str(stack.redis_port), PM_SYNC_CONFIG=str(config))
     start = time.perf_counter()
-    subprocess.run([sys.executable, "-m", "cli.main", "sync", "once"], cwd=ROOT, env=env, check=True,
+    subprocess.run([sys.executable, "-m", "pmsearch.cli.main", "sync", "once"], cwd=ROOT, env=env, check=True,
                    capture_output=True, timeout=6 * 3600)
     return time.perf_counter() - start
 
@@ -125,9 +125,9 @@ def kill_soak(stack: Stack, expected: int, kills: int, rng: random.Random) -> li
 def exactly_once(data_dir: Path, raws: list[bytes]) -> dict[str, int]:
     """Each message by its content digest (its identity at ingest; a generated message
     may have no Message-ID): present, and under one message id only."""
-    from services.searcher.index.base import IndexFilter
-    from services.searcher.index.edge import EdgeIndex
-    from services.searcher.ingest.identity import content_digest
+    from pmsearch.services.searcher.index.base import IndexFilter
+    from pmsearch.services.searcher.index.edge import EdgeIndex
+    from pmsearch.services.searcher.ingest.identity import content_digest
 
     index = EdgeIndex(data_dir, 384, optimize_after=0)
     heads: dict[str, set[str]] = defaultdict(set)

@@ -23,9 +23,9 @@ import time
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 
-from services.verifier.decide import decide
-from services.verifier.service import verify
-from shared.messages import Draft, EvidenceMessage, VerificationRequested
+from pmsearch.services.verifier.decide import decide
+from pmsearch.services.verifier.service import verify
+from pmsearch.shared.messages import Draft, EvidenceMessage, VerificationRequested
 
 N_MESSAGES = 20
 BODY_BYTES = 2048

@@ -17,13 +17,13 @@ import json
 import sys
 from pathlib import Path
 
-from cli.evaluation.drafts import admin_client, for_report
-from cli.evaluation.questions import load_questions
-from cli.evaluation.scoring import contains
-from services.verifier.rules import MIN_CONTENT_WORDS
-from services.verifier.support import unsupported_words
-from shared.messages import EvidenceMessage
-from shared.settings import cli_settings
+from pmsearch.cli.evaluation.drafts import admin_client, for_report
+from pmsearch.cli.evaluation.questions import load_questions
+from pmsearch.cli.evaluation.scoring import contains
+from pmsearch.services.verifier.rules import MIN_CONTENT_WORDS
+from pmsearch.services.verifier.support import unsupported_words
+from pmsearch.shared.messages import EvidenceMessage
+from pmsearch.shared.settings import cli_settings
 
 THRESHOLDS = (0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8)
 

@@ -29,7 +29,7 @@ import yaml
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from services.searcher.ingest.parser import parse_message  # noqa: E402
+from pmsearch.services.searcher.ingest.parser import parse_message  # noqa: E402
 
 DEMO = ROOT / "data" / "demo"
 KEYS = {
@@ -56,7 +56,7 @@ def set_corpus(set_path: Path) -> tuple[Path, dict[str, tuple[str, set[str]]]]:
     corpus = set_path.parent / "mail"
     if not corpus.is_dir():
         return DEMO, KEYS
-    from cli.evaluation.corpus import corpus_keys
+    from pmsearch.cli.evaluation.corpus import corpus_keys
 
     return corpus, {label: (s["tenant_id"], set(s["mailboxes"])) for label, s in corpus_keys(corpus).items()}
 

@@ -15,9 +15,9 @@ import sys
 from collections import Counter
 from pathlib import Path
 
-from cli.evaluation.corpus import set_corpus
-from cli.evaluation.questions import Question, corpus_message_ids, load_questions, resolve_supporting
-from shared.settings import cli_settings
+from pmsearch.cli.evaluation.corpus import set_corpus
+from pmsearch.cli.evaluation.questions import Question, corpus_message_ids, load_questions, resolve_supporting
+from pmsearch.shared.settings import cli_settings
 
 
 def _kept(path: Path) -> dict[tuple[str, str], dict[str, list[str]]]:

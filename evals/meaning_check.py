@@ -1,6 +1,6 @@
 """Measure a check of meaning on recorded drafts: for every sentence the verifier keeps,
 the embedded model is asked, in one constrained call, whether the source sentences the
-sentence is aligned to (``shared.text.align``) say what it says. A "no" would remove the
+sentence is aligned to (``pmsearch.shared.text.align``) say what it says. A "no" would remove the
 sentence (removal only; the verifier itself holds no model). Prints the confusion table
 against the sentences' labels (right: its question must be answered and it cites a
 supporting message; wrong: anything else), the calls' latency and, last, one JSON line.
@@ -20,13 +20,13 @@ from pathlib import Path
 
 import httpx
 
-from cli.evaluation.corpus import set_corpus
-from cli.evaluation.drafts import admin_client, for_report
-from cli.evaluation.questions import Question, corpus_message_ids, load_questions, resolve_supporting
-from cli.stack import free_port
-from services.verifier.decide import decide
-from shared.llm.local_server import DEFAULT_MODEL, MODEL_ALIAS, start_local_model
-from shared.settings import cli_settings
+from pmsearch.cli.evaluation.corpus import set_corpus
+from pmsearch.cli.evaluation.drafts import admin_client, for_report
+from pmsearch.cli.evaluation.questions import Question, corpus_message_ids, load_questions, resolve_supporting
+from pmsearch.cli.stack import free_port
+from pmsearch.services.verifier.decide import decide
+from pmsearch.shared.llm.local_server import DEFAULT_MODEL, MODEL_ALIAS, start_local_model
+from pmsearch.shared.settings import cli_settings
 
 ROOT = Path(__file__).resolve().parents[1]
 PROMPT = (
@@ -34,7 +34,7 @@ PROMPT = (
     "text says what the claim says (its facts, figures and who did what); answer false if "
     "the source says something else, says less, or does not say it.\n\nSource text:\n{source}\n\nClaim: {claim}"
 )
-# The embedded server's form of a constrained reply (shared/llm/dialects.py).
+# The embedded server's form of a constrained reply (pmsearch/shared/llm/dialects.py).
 SCHEMA = {
     "type": "json_object",
     "schema": {"type": "object", "properties": {"supported": {"type": "boolean"}}, "required": ["supported"]},

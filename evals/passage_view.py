@@ -31,19 +31,19 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from cli.demo import DEMO_KEYS  # noqa: E402
-from cli.evaluation.corpus import corpus_keys, set_corpus  # noqa: E402
-from cli.evaluation.questions import corpus_message_ids, load_questions, resolve_supporting  # noqa: E402
-from cli.evaluation.scoring import contains  # noqa: E402
-from services.planner.service import first_search  # noqa: E402
-from services.searcher.embedding import embedder_id, make_embedder  # noqa: E402
-from services.searcher.index import open_index  # noqa: E402
-from services.searcher.query_cache import QueryEmbeddingCache  # noqa: E402
-from services.searcher.repository import ScopedMailRepository  # noqa: E402
-from services.searcher.service import ToolRunner  # noqa: E402
-from shared import passages as P  # noqa: E402
-from shared.scope import Scope  # noqa: E402
-from shared.settings import SearcherSettings  # noqa: E402
+from pmsearch.cli.demo import DEMO_KEYS  # noqa: E402
+from pmsearch.cli.evaluation.corpus import corpus_keys, set_corpus  # noqa: E402
+from pmsearch.cli.evaluation.questions import corpus_message_ids, load_questions, resolve_supporting  # noqa: E402
+from pmsearch.cli.evaluation.scoring import contains  # noqa: E402
+from pmsearch.services.planner.service import first_search  # noqa: E402
+from pmsearch.services.searcher.embedding import embedder_id, make_embedder  # noqa: E402
+from pmsearch.services.searcher.index import open_index  # noqa: E402
+from pmsearch.services.searcher.query_cache import QueryEmbeddingCache  # noqa: E402
+from pmsearch.services.searcher.repository import ScopedMailRepository  # noqa: E402
+from pmsearch.services.searcher.service import ToolRunner  # noqa: E402
+from pmsearch.shared import passages as P  # noqa: E402
+from pmsearch.shared.scope import Scope  # noqa: E402
+from pmsearch.shared.settings import SearcherSettings  # noqa: E402
 
 
 def _scope(label: str, keys: dict[str, dict]) -> Scope:

@@ -1,7 +1,7 @@
 """Count the lines of English question patterns at a commit: module-level regexes and
 word lists holding English words, in the modules that read questions and judge answers
 by them (the answerer, the verifier, and the toolkit's question and answer-shape
-readers, or the older ``shared/asked.py``). Run from the repository root:
+readers, or the older ``pmsearch/shared/asked.py``). Run from the repository root:
 
     .venv/bin/python evals/pattern_lines.py [REV ...]
 
@@ -16,13 +16,13 @@ import re
 import subprocess
 import sys
 
-QUESTION_MODULES = ("shared/asked.py", "shared/text/question.py", "shared/text/shapes.py")
+QUESTION_MODULES = ("pmsearch/shared/asked.py", "pmsearch/shared/text/question.py", "pmsearch/shared/text/shapes.py")
 _ENGLISH = re.compile(r"\b(?:the|what|how|when|which|who|is|are|did|does|invoice|much|please|yes|no|and|of)\b", re.I)
 
 
 def _counted(path: str) -> bool:
     return path.endswith(".py") and (
-        path.startswith(("services/verifier/", "services/answerer/")) or path in QUESTION_MODULES
+        path.startswith(("pmsearch/services/verifier/", "pmsearch/services/answerer/")) or path in QUESTION_MODULES
     )
 
 

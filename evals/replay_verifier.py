@@ -8,7 +8,7 @@ instead of re-asking the model for an hour. The figures printed are the eval's o
 (answered right, citation precision, must-not-answer questions answered), before (as the run ended) and after (as the
 verifier now decides), with every question whose outcome changed. Model-side changes
 still need a full ``pmsearch eval``. ``--answerer`` also runs the answerer's code after the model
-again (attribution, and the statements :mod:`services.answerer.disagreement` adds), for
+again (attribution, and the statements :mod:`pmsearch.services.answerer.disagreement` adds), for
 drafts written before a change to it. Run from the repository root:
 
     .venv/bin/python evals/replay_verifier.py var/eval/<stamp>/report.json [--answerer] [--verdicts FILE]
@@ -24,20 +24,20 @@ import json
 import sys
 from pathlib import Path
 
-from cli.evaluation.corpus import set_corpus
-from cli.evaluation.drafts import admin_client, for_report
-from cli.evaluation.questions import corpus_message_ids, load_questions, resolve_supporting
-from cli.evaluation.runner import RunRecord
-from cli.evaluation.scoring import answered_right, summarize, wrongly_answered
-from services.answerer.attribution import attribute, echoes_header
-from services.answerer.details import with_details
-from services.answerer.disagreement import with_other_statements
-from services.answerer.left_out import with_left_out
-from services.answerer.service import answering
-from services.verifier.decide import decide
-from shared.messages import Draft, DraftSentence, EvidenceMessage
-from shared.passages import without_labels
-from shared.settings import cli_settings
+from pmsearch.cli.evaluation.corpus import set_corpus
+from pmsearch.cli.evaluation.drafts import admin_client, for_report
+from pmsearch.cli.evaluation.questions import corpus_message_ids, load_questions, resolve_supporting
+from pmsearch.cli.evaluation.runner import RunRecord
+from pmsearch.cli.evaluation.scoring import answered_right, summarize, wrongly_answered
+from pmsearch.services.answerer.attribution import attribute, echoes_header
+from pmsearch.services.answerer.details import with_details
+from pmsearch.services.answerer.disagreement import with_other_statements
+from pmsearch.services.answerer.left_out import with_left_out
+from pmsearch.services.answerer.service import answering
+from pmsearch.services.verifier.decide import decide
+from pmsearch.shared.messages import Draft, DraftSentence, EvidenceMessage
+from pmsearch.shared.passages import without_labels
+from pmsearch.shared.settings import cli_settings
 
 FIGURES = ("answered_right", "answered_right_count", "citation_precision", "wrongly_answered", "attacker_text")
 

@@ -1,7 +1,7 @@
 """How well each way of finding a reply's own words does on the real-mail corpora.
 
 Run from the repository root: ``.venv/bin/python evals/reply_parsers.py``. The libraries
-compared besides :mod:`shared.mail_parts` are optional: ``pip install quotequail
+compared besides :mod:`pmsearch.shared.mail_parts` are optional: ``pip install quotequail
 email-reply-parser`` (mail-parser-reply is a dependency).
 
 The truth is taken from the mail itself. For every message of ``evals/real/mail`` whose
@@ -23,8 +23,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from services.searcher.ingest.parser import parse_message  # noqa: E402
-from shared.mail_parts import Kind, split_mail  # noqa: E402
+from pmsearch.services.searcher.ingest.parser import parse_message  # noqa: E402
+from pmsearch.shared.mail_parts import Kind, split_mail  # noqa: E402
 
 MAIL = ROOT / "evals" / "real" / "mail"
 MIN_CHARS = 20
@@ -44,7 +44,7 @@ def _lines(text: str) -> set[str]:
 
 
 def methods() -> dict[str, Callable[[str], str]]:
-    found: dict[str, Callable[[str], str]] = {"shared.mail_parts": lambda body: split_mail(body).text(Kind.OWN, Kind.SIGNATURE)}
+    found: dict[str, Callable[[str], str]] = {"pmsearch.shared.mail_parts": lambda body: split_mail(body).text(Kind.OWN, Kind.SIGNATURE)}
     from mailparser_reply import EmailReplyParser
 
     parser = EmailReplyParser(languages=["en", "de", "fr"])

@@ -19,14 +19,14 @@ import sys
 from collections import Counter
 from pathlib import Path
 
-from cli.evaluation.corpus import set_corpus
-from cli.evaluation.drafts import admin_client, for_report
-from cli.evaluation.questions import Question, corpus_message_ids, load_questions, resolve_supporting
-from services.verifier import rules, service
-from services.verifier.decide import decide
-from shared.settings import cli_settings
+from pmsearch.cli.evaluation.corpus import set_corpus
+from pmsearch.cli.evaluation.drafts import admin_client, for_report
+from pmsearch.cli.evaluation.questions import Question, corpus_message_ids, load_questions, resolve_supporting
+from pmsearch.services.verifier import rules, service
+from pmsearch.services.verifier.decide import decide
+from pmsearch.shared.settings import cli_settings
 
-# The rules of the answer as a whole, switched off by name (services/verifier/service.py).
+# The rules of the answer as a whole, switched off by name (pmsearch/services/verifier/service.py).
 ANSWER_RULES = ("answer_removed", "asked_figure_missing")
 # The checks one rule is made of, switched off one at a time: the rules module's name for
 # each, and what stands in for it.
@@ -35,7 +35,7 @@ PARTS = {
     "off_question: the question's words off the thread": ("off_topic", lambda *a, **k: None),
     "off_question: what a when/how-much question asks of": ("asked_of", lambda *a, **k: None),
 }
-# What the question pins (services/verifier/question.py), each cleared in turn: the field
+# What the question pins (pmsearch/services/verifier/question.py), each cleared in turn: the field
 # of ``Pinned`` and its empty value.
 PINS = {
     "codes": (), "names": (), "months": (), "quarters": (), "weeks": (), "versions": (), "identifies": (),

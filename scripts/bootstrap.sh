@@ -37,7 +37,7 @@ if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
 fi
 
 # The embedder's int8 model file, made once from the packaged one (a few seconds).
-.venv/bin/python -m services.searcher.onnx_embedder var/models >/dev/null
+.venv/bin/python -m pmsearch.services.searcher.onnx_embedder var/models >/dev/null
 
 # The embedded default model and llama.cpp's server (slow the first time only).
 bash scripts/install_model.sh

@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from bench import _embed_paths as paths
-from bench.embedders import _dist_closure, cosines, flops_per_text
+from bench import embed_paths as paths
+from bench.embedders import cosines, dist_closure, flops_per_text
 
 
 def test_mean_pool_ignores_padding():
@@ -17,9 +17,9 @@ def test_mean_pool_ignores_padding():
 
 
 def test_install_closure_follows_requirements():
-    closure = _dist_closure(("onnxruntime",))
+    closure = dist_closure(("onnxruntime",))
     assert {"onnxruntime", "numpy"} <= closure
-    assert "torch" not in closure and "onnxruntime" not in _dist_closure(("tokenizers",))
+    assert "torch" not in closure and "onnxruntime" not in dist_closure(("tokenizers",))
 
 
 def test_flops_count_truncated_tokens_only():

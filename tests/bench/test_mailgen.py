@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections import Counter
 
 from bench.mailgen import MAILBOXES, write_maildirs
-from services.searcher.ingest.parser import parse_message
-from services.searcher.ingest.readers import read_path
+from pmsearch.services.searcher.ingest.parser import parse_message
+from pmsearch.services.searcher.ingest.readers import read_path
 
 
 def test_generated_maildirs_parse_and_hold_threads_attachments_and_copies(tmp_path):

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from bench.path import Run, hops
-from shared import streams
+from pmsearch.shared import streams
 
 
 def test_each_hop_is_named_for_the_stage_that_held_the_run_and_the_model_time_is_left_out():

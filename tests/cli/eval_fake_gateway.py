@@ -14,7 +14,7 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 from sse_starlette.sse import EventSourceResponse
 
-from cli.stack import free_port
+from pmsearch.cli.stack import free_port
 
 EVIDENCE_AFTER = 0.2  # seconds before the first evidence event
 DONE_AFTER = 0.5  # seconds before done

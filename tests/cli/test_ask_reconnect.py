@@ -1,4 +1,4 @@
-"""How long `pmsearch ask` follows a run through cut streams (cli/ask.py), on a clock of
+"""How long `pmsearch ask` follows a run through cut streams (pmsearch/cli/ask.py), on a clock of
 its own: the gateway's part is played by a stand-in for one stream attempt."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import httpx
 import pytest
 import typer
 
-from cli import ask as ask_cli
+from pmsearch.cli import ask as ask_cli
 
 
 @pytest.fixture
@@ -29,14 +29,14 @@ def attempts(monkeypatch, clock: list[float], script: list[str]) -> list[str]:
         if step == "done":
             return {"outcome": "answered"}
         if step == "retry":
-            raise ask_cli._Retry(1.0)
+            raise ask_cli.Retry(1.0)
         if step == "down":
             raise httpx.ConnectError("refused")
         self.started = self._streaming = True
         clock[0] += float(step.split()[1])
         raise httpx.ReadError("cut")
 
-    monkeypatch.setattr(ask_cli._Follow, "stream", stream)
+    monkeypatch.setattr(ask_cli.Follow, "stream", stream)
     return seen
 
 

@@ -15,7 +15,7 @@ def pmsearch(stack, *args: str, key: str | None = None) -> subprocess.CompletedP
     env.update(PM_GATEWAY_URL=stack.gateway_url, PM_ADMIN_TOKEN=stack.secrets.admin_token, PM_VAR_DIR=str(stack.var_dir))
     if key:
         env["PM_API_KEY"] = key
-    return subprocess.run([sys.executable, "-m", "cli.main", *args], env=env, capture_output=True, text=True, timeout=120)
+    return subprocess.run([sys.executable, "-m", "pmsearch.cli.main", *args], env=env, capture_output=True, text=True, timeout=120)
 
 
 def _eml(n: int) -> bytes:
@@ -93,7 +93,7 @@ def test_keys_create_prints_a_working_key(demo_stack):
 
 
 def test_ask_streams_a_run_and_prints_the_verified_answer(demo_stack, stack_model):
-    from tests.fixtures.brains import honest
+    from pmsearch.testing.brains import honest
 
     stack_model.set_script(honest())
     run = pmsearch(demo_stack, "ask", "Did the insurer accept the Golf claim?", key=demo_stack.demo_keys["acme/alice"])
@@ -106,7 +106,7 @@ def test_ask_streams_a_run_and_prints_the_verified_answer(demo_stack, stack_mode
 def test_ask_json_prints_only_the_finished_verified_run(demo_stack, stack_model):
     import json
 
-    from tests.fixtures.brains import honest
+    from pmsearch.testing.brains import honest
 
     stack_model.set_script(honest())
     run = pmsearch(demo_stack, "ask", "Did the insurer accept the Golf claim?", "--json",
@@ -137,8 +137,8 @@ def test_ingest_summary_stays_on_one_line_however_narrow_the_terminal(monkeypatc
     # wrapped it at 80 columns.
     from typer.testing import CliRunner
 
-    import cli.ingest
-    import cli.main
+    from pmsearch import cli
+    from pmsearch.cli import ingest, main  # noqa: F401 (loaded for monkeypatch through ``cli``)
 
     totals = {"indexed": 34350, "duplicate": 12150, "unchanged": 103175, "errors": 0}
     monkeypatch.setattr(cli.ingest, "ingest_path", lambda *a, **k: totals)

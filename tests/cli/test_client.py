@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 import typer
 
-from cli.client import UNREACHABLE, USAGE
+from pmsearch.cli.client import UNREACHABLE, USAGE
 
 COMMANDS = [
     ("search", "invoice"), ("ask", "Who handles the Golf claim?"), ("keys", "list"),
@@ -30,7 +30,7 @@ IDS = [
 def pmsearch(*args: str) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if not k.startswith("PM_")}
     env.update(PM_API_KEY="pk_whatever", PM_ADMIN_TOKEN="x" * 40)
-    return subprocess.run([sys.executable, "-m", "cli.main", *args], env=env, capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "pmsearch.cli.main", *args], env=env, capture_output=True, text=True,
                           timeout=60)
 
 
@@ -110,7 +110,7 @@ def test_mode_is_one_of_keyword_semantic_hybrid():
 def commands() -> list[tuple[tuple[str, ...], Any]]:
     """Every group and command of ``pmsearch``: the words that name it, and its Click
     object (Typer's own copy of Click: a group is what has ``commands``)."""
-    from cli.main import app
+    from pmsearch.cli.main import app
 
     def walk(command, path: tuple[str, ...]):
         yield path, command

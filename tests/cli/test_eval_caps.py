@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 from pydantic import SecretStr
 
-from cli.evaluation.command import check_caps
-from cli.evaluation.questions import EvalInputError, Question
-from shared.settings import CliSettings
+from pmsearch.cli.evaluation.command import check_caps
+from pmsearch.cli.evaluation.questions import EvalInputError, Question
+from pmsearch.shared.settings import CliSettings
 
 
 def questions(n: int) -> list[Question]:

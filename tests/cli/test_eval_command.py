@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from services.searcher.ingest.schemas import legacy_message_key as message_key
+from pmsearch.services.searcher.ingest.schemas import legacy_message_key as message_key
 from tests.cli.eval_fake_gateway import FakeGateway
 
 FIXTURE = Path(__file__).with_name("eval_questions.yaml")
@@ -37,7 +37,7 @@ def pmsearch_eval(gateway, tmp_path: Path, *args: str, keys: dict = KEYS) -> sub
     keys_file.write_text(json.dumps(keys))
     env = {k: v for k, v in os.environ.items() if not k.startswith("PM_")}
     env["PM_GATEWAY_URL"] = gateway.url
-    argv = [sys.executable, "-m", "cli.main", "eval", "--set", str(FIXTURE), "--keys", str(keys_file),
+    argv = [sys.executable, "-m", "pmsearch.cli.main", "eval", "--set", str(FIXTURE), "--keys", str(keys_file),
             "--out", str(tmp_path / "out"), *args]
     return subprocess.run(argv, env=env, capture_output=True, text=True, timeout=120)
 
@@ -107,10 +107,10 @@ def test_bad_input_is_one_line(gateway, tmp_path, args, keys, message):
 def test_start_brings_up_the_stack_like_up_loads_the_demo_and_stops_it(gateway, tmp_path, monkeypatch):
     from rich.console import Console
 
-    import cli.demo
-    import cli.main
-    from cli.evaluation.command import EvalOptions, run_eval
-    from shared.settings import CliSettings
+    from pmsearch import cli
+    from pmsearch.cli import demo, main  # noqa: F401 (loaded for monkeypatch through ``cli``)
+    from pmsearch.cli.evaluation.command import EvalOptions, run_eval
+    from pmsearch.shared.settings import CliSettings
 
     calls = []
 
@@ -138,7 +138,7 @@ def test_start_brings_up_the_stack_like_up_loads_the_demo_and_stops_it(gateway, 
 
 
 def test_an_unreachable_gateway_is_refused_in_one_line_with_exit_code_3(tmp_path):
-    from cli.stack import free_port
+    from pmsearch.cli.stack import free_port
 
     class Nowhere:
         url = f"http://127.0.0.1:{free_port()}"

@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from cli.evaluation.command import EvalOptions, _target
-from cli.evaluation.corpus import corpus_keys, set_corpus
-from cli.evaluation.questions import EvalInputError, load_questions
-from shared.settings import CliSettings
+from pmsearch.cli.evaluation.command import EvalOptions, eval_target
+from pmsearch.cli.evaluation.corpus import corpus_keys, set_corpus
+from pmsearch.cli.evaluation.questions import EvalInputError, load_questions
+from pmsearch.shared.settings import CliSettings
 
 ROOT = Path(__file__).resolve().parents[2]
 REAL = ROOT / "evals" / "real"
@@ -44,5 +44,5 @@ def test_every_real_set_question_is_asked_with_a_key_of_the_real_mail():
 def test_a_set_with_its_own_mail_is_refused_against_a_running_stack():
     opts = EvalOptions(set_path=REAL / "dev.yaml")
     with pytest.raises(EvalInputError, match="--start"):
-        with _target(opts, CliSettings(), None):  # type: ignore[arg-type]
+        with eval_target(opts, CliSettings(), None):  # type: ignore[arg-type]
             pass

@@ -1,4 +1,4 @@
-"""cli.evaluation.drafts: a run's draft and evidence kept beside the eval report."""
+"""pmsearch.cli.evaluation.drafts: a run's draft and evidence kept beside the eval report."""
 
 from __future__ import annotations
 
@@ -7,11 +7,11 @@ import uuid
 import pytest
 import redis as sync_redis
 
-from cli.evaluation.drafts import DraftKeeper, load
-from shared import streams
-from shared.bus import encode
-from shared.messages import DraftSentence
-from shared.runstore import RunStore
+from pmsearch.cli.evaluation.drafts import DraftKeeper, load
+from pmsearch.shared import streams
+from pmsearch.shared.bus import encode
+from pmsearch.shared.messages import DraftSentence
+from pmsearch.shared.runstore import RunStore
 from tests.services.verifier.factory import M1, evidence, request
 
 

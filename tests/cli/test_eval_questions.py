@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from cli.evaluation.questions import (
+from pmsearch.cli.evaluation.questions import (
     EvalInputError,
     corpus_message_ids,
     load_questions,
@@ -16,7 +16,7 @@ from cli.evaluation.questions import (
     resolve_supporting,
     select,
 )
-from services.searcher.ingest.schemas import legacy_message_key as message_key
+from pmsearch.services.searcher.ingest.schemas import legacy_message_key as message_key
 
 FIXTURE = Path(__file__).with_name("eval_questions.yaml")
 GOOD = {"id": "q1", "key": "acme/alice", "kind": "answerable", "question": "?", "facts": [["x"]]}

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import json
 
-from cli.evaluation import report, scoring
-from cli.evaluation.questions import Question
-from cli.evaluation.runner import RunRecord
+from pmsearch.cli.evaluation import report, scoring
+from pmsearch.cli.evaluation.questions import Question
+from pmsearch.cli.evaluation.runner import RunRecord
 
 Q = Question(id="q|1", key="acme/alice", kind="answerable", question="?", facts=[["yes"]], tags=["t"])
 RESULT = {"run_id": "r1", "outcome": "answered", "answer": {"text": "no | [b]maybe[/b]\nreally", "sentences": []},

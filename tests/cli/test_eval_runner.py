@@ -6,8 +6,8 @@ import asyncio
 
 import pytest
 
-from cli.evaluation.questions import Question
-from cli.evaluation.runner import run_all
+from pmsearch.cli.evaluation.questions import Question
+from pmsearch.cli.evaluation.runner import run_all
 from tests.cli.eval_fake_gateway import DONE_AFTER, EVIDENCE_AFTER, FakeGateway
 
 
@@ -54,7 +54,7 @@ def test_times_the_stream_takes_the_stored_result_and_records_failures(gateway):
 
 
 def test_an_unreachable_gateway_is_an_error_record():
-    from cli.stack import free_port
+    from pmsearch.cli.stack import free_port
 
     (record,) = asyncio.run(run_all(f"http://127.0.0.1:{free_port()}", [q("ok", "ok?")], {"acme/alice": "k"}, timeout=5))
     assert record.outcome == "error" and record.error.startswith("ConnectError")

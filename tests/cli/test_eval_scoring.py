@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from cli.evaluation import scoring
-from cli.evaluation.questions import Question
-from cli.evaluation.runner import RunRecord
-from services.searcher.ingest.schemas import legacy_message_key as message_key
+from pmsearch.cli.evaluation import scoring
+from pmsearch.cli.evaluation.questions import Question
+from pmsearch.cli.evaluation.runner import RunRecord
+from pmsearch.services.searcher.ingest.schemas import legacy_message_key as message_key
 
 GOLF = Question(
     id="golf", key="acme/alice", kind="answerable", question="Did they accept?",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from cli.import_record import ImportRecord
+from pmsearch.cli.import_record import ImportRecord
 
 
 def test_what_was_recorded_is_known_to_the_next_import_of_the_same_index(tmp_path):

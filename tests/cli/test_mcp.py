@@ -14,7 +14,7 @@ from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.shared.exceptions import McpError
 
-from cli.stack import free_port
+from pmsearch.cli.stack import free_port
 
 
 def _env(**extra: str) -> dict[str, str]:
@@ -23,7 +23,7 @@ def _env(**extra: str) -> dict[str, str]:
 
 
 def test_mcp_without_a_key_exits_with_one_readable_line():
-    run = subprocess.run([sys.executable, "-m", "cli.main", "mcp"], env=_env(), capture_output=True, text=True,
+    run = subprocess.run([sys.executable, "-m", "pmsearch.cli.main", "mcp"], env=_env(), capture_output=True, text=True,
                          stdin=subprocess.DEVNULL, timeout=60)
     assert run.returncode == 1
     assert run.stdout == ""  # stdout is the MCP channel: nothing else may be written there
@@ -32,7 +32,7 @@ def test_mcp_without_a_key_exits_with_one_readable_line():
 
 async def test_an_unreachable_gateway_is_a_jsonrpc_error_not_a_traceback(tmp_path):
     url = f"http://127.0.0.1:{free_port()}"
-    params = StdioServerParameters(command=sys.executable, args=["-m", "cli.main", "mcp", "--url", url],
+    params = StdioServerParameters(command=sys.executable, args=["-m", "pmsearch.cli.main", "mcp", "--url", url],
                                    env=_env(PM_API_KEY="pk_whatever"))
     errlog = (tmp_path / "stderr.txt").open("w")
     with pytest.raises(Exception) as caught:

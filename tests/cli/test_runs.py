@@ -7,8 +7,8 @@ import uuid
 
 import pytest
 
+from pmsearch.testing.brains import honest
 from tests.cli.test_cli import pmsearch
-from tests.fixtures.brains import honest
 
 QUESTION = "Did the insurer accept the Golf claim after we sent the photos?"
 BUDGETS = {"search.agentic_max_steps": 4, "search.agentic_max_seconds": 20, "search.agentic_daily_cap": 500}

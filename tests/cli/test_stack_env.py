@@ -1,8 +1,8 @@
-"""What `pmsearch up` hands each process from the operator's environment (cli/stack.py)."""
+"""What `pmsearch up` hands each process from the operator's environment (pmsearch/cli/stack.py)."""
 
 from __future__ import annotations
 
-from cli.stack import Stack
+from pmsearch.cli.stack import Stack
 
 
 def test_log_settings_are_passed_on_and_no_other_pm_variable(tmp_path, monkeypatch):

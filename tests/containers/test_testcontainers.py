@@ -38,10 +38,10 @@ from qdrant_client import QdrantClient  # noqa: E402
 from testcontainers.community.qdrant import QdrantContainer  # noqa: E402
 from testcontainers.core.container import DockerContainer  # noqa: E402
 
-from cli.acl import render  # noqa: E402
-from cli.private import write_private  # noqa: E402
-from cli.stack import Stack  # noqa: E402
-from services.searcher.index.server import ServerIndex  # noqa: E402
+from pmsearch.cli.acl import render  # noqa: E402
+from pmsearch.cli.private import write_private  # noqa: E402
+from pmsearch.cli.stack import Stack  # noqa: E402
+from pmsearch.services.searcher.index.server import ServerIndex  # noqa: E402
 from tests.e2e import test_agentic as agentic_suite  # noqa: E402
 from tests.fixtures.stack import DEMO, Api, scripted_stack_env  # noqa: E402
 from tests.services.searcher.index import test_contract as contract_suite  # noqa: E402
@@ -125,7 +125,7 @@ class ContainerStack(Stack):
 def demo_stack(tmp_path_factory, stack_model):
     from rich.console import Console
 
-    from cli.demo import load_demo
+    from pmsearch.cli.demo import load_demo
 
     stack = ContainerStack(tmp_path_factory.mktemp("container-stack"), extra_env=scripted_stack_env(stack_model.base_url))
     try:
@@ -141,5 +141,5 @@ def api(demo_stack) -> Api:
     return Api(demo_stack)
 
 
-_fresh_budgets = agentic_suite._fresh_budgets
+fresh_budgets = agentic_suite.fresh_budgets
 _adopt(agentic_suite, lambda sig: True)

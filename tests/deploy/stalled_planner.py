@@ -24,13 +24,13 @@ from pathlib import Path
 import httpx
 import redis
 
-from cli.stack import ROOT, Stack, free_port
-from cli.stack import WORKERS as MODULES
-from shared import streams
-from shared.messages import RunResult
-from shared.runstore import RunReader
+from pmsearch.cli.stack import ROOT, Stack, free_port
+from pmsearch.cli.stack import WORKERS as MODULES
+from pmsearch.shared import streams
+from pmsearch.shared.messages import RunResult
+from pmsearch.shared.runstore import RunReader
+from pmsearch.testing.scripted_model import Reply, ScriptedModel
 from tests.fixtures.prometheus import Prometheus
-from tests.fixtures.scripted_model import Reply, ScriptedModel
 from tests.fixtures.stack import Api
 from tests.fixtures.waiting import wait_for
 

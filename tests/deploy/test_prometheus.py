@@ -27,16 +27,16 @@ import pytest
 import redis
 import yaml
 
-from cli.stack import Stack
-from shared import streams
-from shared.bus import encode
-from shared.messages import ToolBatchRequested, ToolCall
-from shared.worker import Policy
+from pmsearch.cli.stack import Stack
+from pmsearch.shared import streams
+from pmsearch.shared.bus import encode
+from pmsearch.shared.messages import ToolBatchRequested, ToolCall
+from pmsearch.shared.worker import Policy
+from pmsearch.testing.brains import SEARCH, answer, honest, honest_answer, schema_title, sentence
+from pmsearch.testing.dovecot import dovecot_server
+from pmsearch.testing.scripted_model import Reply, ScriptedModel
 from tests.deploy.stalled_planner import SLOW_SECONDS, STALLED, firing, stall_a_planner, wait_for, write_targets
-from tests.fixtures.brains import SEARCH, answer, honest, honest_answer, schema_title, sentence
-from tests.fixtures.dovecot import dovecot_server
 from tests.fixtures.prometheus import Prometheus
-from tests.fixtures.scripted_model import Reply, ScriptedModel
 from tests.fixtures.stack import DEMO, Api
 from tests.services.sync.conftest import mail
 
@@ -103,7 +103,7 @@ def observed(tmp_path_factory):
     """(stack, prometheus, api) after the scenario above ran."""
     from rich.console import Console
 
-    from cli.demo import load_demo
+    from pmsearch.cli.demo import load_demo
 
     work = tmp_path_factory.mktemp("observed")
     with ScriptedModel(brain) as model, dovecot_server(work / "dovecot", {"alice": "alice-pw", "bob": "bob-pw"}) as imap:

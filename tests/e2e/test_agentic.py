@@ -9,13 +9,13 @@ import time
 import httpx
 import pytest
 
-from shared import streams
-from shared.bus import encode
-from shared.messages import EvidenceMessage, ToolBatchRequested, ToolCall
-from shared.prompts import prompt_settings, system
-from shared.scope import Scope, sign_scope
-from shared.text.mail import own_text
-from tests.fixtures.brains import (
+from pmsearch.shared import streams
+from pmsearch.shared.bus import encode
+from pmsearch.shared.messages import EvidenceMessage, ToolBatchRequested, ToolCall
+from pmsearch.shared.prompts import prompt_settings, system
+from pmsearch.shared.scope import Scope, sign_scope
+from pmsearch.shared.text.mail import own_text
+from pmsearch.testing.brains import (
     ATTEMPT,
     DRAFT,
     SEARCH,
@@ -39,13 +39,13 @@ from tests.fixtures.brains import (
     sentence,
     user_text,
 )
-from tests.fixtures.scripted_model import Reply
+from pmsearch.testing.scripted_model import Reply
 
 QUESTION = "Did the insurer accept the Golf claim after we sent the photos?"
 
 
 @pytest.fixture(autouse=True)
-def _fresh_budgets(api, stack_model):
+def fresh_budgets(api, stack_model):
     api.tenant("acme", **{"search.agentic_max_steps": 4, "search.agentic_max_seconds": 20, "search.agentic_daily_cap": 500})
     stack_model.reset()
     yield
@@ -352,7 +352,7 @@ def test_a_sentence_cited_to_the_wrong_passage_is_cited_to_the_message_that_stat
     assert len(said["phrase"].split()) >= 5
     assert said["phrase"] not in evidence[by_model[0]].body
     assert said["phrase"] in own_text(evidence[by_code[0]].body)
-    kept = result["answer"]["sentences"][0]  # then, maybe, its source's details (services/answerer/details.py)
+    kept = result["answer"]["sentences"][0]  # then, maybe, its source's details (pmsearch/services/answerer/details.py)
     assert [c["message_id"] for c in kept["citations"]] == by_code
     assert kept["citations"][0]["excerpt"]["matched_quote"] is True
 

@@ -8,8 +8,8 @@ import json
 import subprocess
 import sys
 
-from cli.stack import ROOT
-from tests.fixtures.brains import honest, knowing
+from pmsearch.cli.stack import ROOT
+from pmsearch.testing.brains import honest, knowing
 
 ANSWERABLE = "golf-accepted"
 # What a right answer to ANSWERABLE states, as its mail words it.
@@ -19,7 +19,7 @@ MUST_NOT_ANSWER = "q2-review-agenda"  # the mail never says who presents first
 
 def run_eval(api, out, *only: str, gates: tuple[str, ...] = (), baseline: bool = False) -> tuple[int, dict, str]:
     cmd = [
-        sys.executable, "-m", "cli.main", "eval",
+        sys.executable, "-m", "pmsearch.cli.main", "eval",
         "--gateway", api.stack.gateway_url,
         "--keys", str(api.stack.var_dir / "demo-keys.json"),
         "--only", ",".join(only),

@@ -14,11 +14,11 @@ from pathlib import Path
 
 import pytest
 
-from shared import streams
-from shared.messages import RemovedSentence, RunMeta, RunResult, Trace, WidenAttempt
-from tests.fixtures.brains import ATTEMPT, answer, honest, honest_answer, passages, schema_title, sentence, user_text
+from pmsearch.shared import streams
+from pmsearch.shared.messages import RemovedSentence, RunMeta, RunResult, Trace, WidenAttempt
+from pmsearch.testing.brains import ATTEMPT, answer, honest, honest_answer, passages, schema_title, sentence, user_text
+from pmsearch.testing.scripted_model import Reply
 from tests.fixtures.browser import browser, page  # noqa: F401
-from tests.fixtures.scripted_model import Reply
 
 DOCS = Path(__file__).resolve().parents[2] / "docs"
 QUESTION = "Did the insurer accept the Golf claim after we sent the photos?"

@@ -1,5 +1,5 @@
 """Every process of the stack logs JSON lines naming the run they handle, and never a
-secret or the mail a run read (shared/logging_setup.py), during a scripted-model run."""
+secret or the mail a run read (pmsearch/shared/logging_setup.py), during a scripted-model run."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from tests.fixtures.brains import honest
+from pmsearch.testing.brains import honest
 
 QUESTION = "Did the insurer accept the Golf claim after we sent the photos?"
 STAGES = ("planner", "searcher", "answerer", "verifier")

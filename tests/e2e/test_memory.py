@@ -1,6 +1,6 @@
 """Memory bounded by age, not counts (issue 9, item 9), on the running stack: handled raw
 mail leaves the ingest stream at once, and a run's keys follow the one TTL policy of
-``shared.runstore`` (working keys until the deadline plus a margin, the result for the
+``pmsearch.shared.runstore`` (working keys until the deadline plus a margin, the result for the
 retention). The services run under the shipped Redis ACL, so the grants are checked too."""
 
 from __future__ import annotations
@@ -10,11 +10,11 @@ import time
 import pytest
 import redis.asyncio as aioredis
 
-from shared import streams
-from shared.consumer_group import ConsumerGroup
-from shared.messages import RunMeta
-from shared.runstore import WORK_MARGIN_SECONDS, retention_seconds
-from tests.fixtures.brains import honest
+from pmsearch.shared import streams
+from pmsearch.shared.consumer_group import ConsumerGroup
+from pmsearch.shared.messages import RunMeta
+from pmsearch.shared.runstore import WORK_MARGIN_SECONDS, retention_seconds
+from pmsearch.testing.brains import honest
 
 QUESTION = "Did the insurer accept the Golf claim after we sent the photos?"
 

@@ -26,11 +26,11 @@ import httpx
 import pytest
 from rich.console import Console
 
-from cli.demo import load_demo
-from cli.evaluation.command import question_ids
-from cli.evaluation.questions import load_questions
-from cli.stack import ROOT, Stack
-from shared.llm.local_server import DEFAULT_MODEL
+from pmsearch.cli.demo import load_demo
+from pmsearch.cli.evaluation.command import question_ids
+from pmsearch.cli.evaluation.questions import load_questions
+from pmsearch.cli.stack import ROOT, Stack
+from pmsearch.shared.llm.local_server import DEFAULT_MODEL
 from tests.fixtures.stack import DEMO
 
 pytestmark = [pytest.mark.real_model, pytest.mark.timeout(3600)]
@@ -67,7 +67,7 @@ def real_stack(tmp_path_factory):
 def _eval(stack: Stack, set_path: Path, keys: Path, ids: list[str], floor: float, out: Path) -> dict:
     proc = subprocess.run(
         [
-            sys.executable, "-m", "cli.main", "eval",
+            sys.executable, "-m", "pmsearch.cli.main", "eval",
             "--set", str(set_path),
             "--gateway", stack.gateway_url,
             "--keys", str(keys),

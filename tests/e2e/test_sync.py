@@ -12,9 +12,9 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-from cli.main import app
-from cli.stack import Stack
-from tests.fixtures.dovecot import dovecot_server
+from pmsearch.cli.main import app
+from pmsearch.cli.stack import Stack
+from pmsearch.testing.dovecot import dovecot_server
 from tests.fixtures.stack import new_key
 from tests.fixtures.waiting import wait_for
 from tests.services.sync.conftest import mail

@@ -7,8 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from cli.evaluation.command import question_ids
-from cli.evaluation.questions import load_questions
+from pmsearch.cli.evaluation.command import question_ids
+from pmsearch.cli.evaluation.questions import load_questions
 
 ROOT = Path(__file__).resolve().parents[2]
 

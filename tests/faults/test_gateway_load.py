@@ -2,7 +2,7 @@
 ``Retry-After``, never ``500``; ``/healthz`` stays up; a client that leaves stops its
 wait.
 
-A real gateway process (``python -m services.gateway.app``) as its own Redis user on
+A real gateway process (``python -m pmsearch.services.gateway.app``) as its own Redis user on
 redis-server with the shipped ACL file, with a small pool and small capacities. No
 searcher runs: a stand-in answers ``pm:queries`` with empty hits after a fixed latency
 (the searcher's reply protocol, RPUSH onto the request's reply list), so many direct
@@ -21,10 +21,10 @@ import httpx
 import pytest
 from redis import asyncio as aioredis
 
-from cli.stack import Stack
-from shared import streams
-from shared.bus import decode
-from shared.messages import SearchReplied, SearchRequested
+from pmsearch.cli.stack import Stack
+from pmsearch.shared import streams
+from pmsearch.shared.bus import decode
+from pmsearch.shared.messages import SearchReplied, SearchRequested
 from tests.fixtures.stack import gateway_only, new_key
 
 CONCURRENT = 200

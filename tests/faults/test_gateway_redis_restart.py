@@ -19,11 +19,11 @@ import pytest
 from httpx_sse import aconnect_sse
 from redis import asyncio as aioredis
 
-from cli.stack import Stack
-from services.verifier.decide import decide
-from services.verifier.repository import Repository
-from shared import streams
-from shared.messages import RunMeta, VerificationRequested
+from pmsearch.cli.stack import Stack
+from pmsearch.services.verifier.decide import decide
+from pmsearch.services.verifier.repository import Repository
+from pmsearch.shared import streams
+from pmsearch.shared.messages import RunMeta, VerificationRequested
 from tests.fixtures.stack import gateway_only, new_key
 
 

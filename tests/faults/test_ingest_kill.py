@@ -17,13 +17,13 @@ import textwrap
 import time
 from pathlib import Path
 
-from services.searcher.index.base import IndexFilter
-from services.searcher.index.edge import EdgeIndex
-from services.searcher.ingest.identity import content_digest
-from services.searcher.ingest.schemas import message_key
-from services.searcher.ingest.service import Ingester
-from services.searcher.repository import ScopedMailRepository
-from shared.scope import Scope
+from pmsearch.services.searcher.index.base import IndexFilter
+from pmsearch.services.searcher.index.edge import EdgeIndex
+from pmsearch.services.searcher.ingest.identity import content_digest
+from pmsearch.services.searcher.ingest.schemas import message_key
+from pmsearch.services.searcher.ingest.service import Ingester
+from pmsearch.services.searcher.repository import ScopedMailRepository
+from pmsearch.shared.scope import Scope
 from tests.services.searcher.ingest.conftest import DIM, HashEmbedder
 from tests.services.searcher.ingest.mails import mail, raw
 
@@ -38,9 +38,9 @@ CHILD = textwrap.dedent(
     """
     import sys, time
     from pathlib import Path
-    from services.searcher.index import layout
-    from services.searcher.index.edge import EdgeIndex
-    from services.searcher.ingest.service import Ingester
+    from pmsearch.services.searcher.index import layout
+    from pmsearch.services.searcher.index.edge import EdgeIndex
+    from pmsearch.services.searcher.ingest.service import Ingester
     from tests.services.searcher.ingest.conftest import DIM, HashEmbedder
 
     layout.UPSERT_BATCH = 4  # one message spans several batches

@@ -20,16 +20,16 @@ import pytest
 from redis import asyncio as aioredis
 from redis.exceptions import ResponseError
 
-from services.answerer.worker import build_app as answerer_app
-from services.gateway.watchdog import watchdog_round
-from services.verifier.worker import build_app as verifier_app
-from shared import streams
-from shared.bus import publish
-from shared.messages import AnswerRequested, DraftSentence, RunResult, RunSnapshot, Trace, Usage
-from shared.runstore import RunStore
-from shared.runstore.policy import EVIDENCE_KEEP_SECONDS, WORK_MARGIN_SECONDS
-from shared.settings import AnswererSettings, VerifierSettings
-from shared.worker import Policy
+from pmsearch.services.answerer.worker import build_app as answerer_app
+from pmsearch.services.gateway.watchdog import watchdog_round
+from pmsearch.services.verifier.worker import build_app as verifier_app
+from pmsearch.shared import streams
+from pmsearch.shared.bus import publish
+from pmsearch.shared.messages import AnswerRequested, DraftSentence, RunResult, RunSnapshot, Trace, Usage
+from pmsearch.shared.runstore import RunStore
+from pmsearch.shared.runstore.policy import EVIDENCE_KEEP_SECONDS, WORK_MARGIN_SECONDS
+from pmsearch.shared.settings import AnswererSettings, VerifierSettings
+from pmsearch.shared.worker import Policy
 from tests.services.verifier.factory import M1, TENANT, evidence, run_record
 from tests.services.verifier.factory import request as draft_request
 

@@ -22,13 +22,13 @@ from pathlib import Path
 import pytest
 import redis as sync_redis
 
-from services.planner import service as planner_service
-from services.planner.repository import PlannerRepository
-from services.planner.service import Planner
-from shared import streams
-from shared.bus import decode, encode
-from shared.llm import ModelClient
-from shared.messages import (
+from pmsearch.services.planner import service as planner_service
+from pmsearch.services.planner.repository import PlannerRepository
+from pmsearch.services.planner.service import Planner
+from pmsearch.shared import streams
+from pmsearch.shared.bus import decode, encode
+from pmsearch.shared.llm import ModelClient
+from pmsearch.shared.messages import (
     AnswerRequested,
     HitsResult,
     RunRequested,
@@ -37,10 +37,10 @@ from shared.messages import (
     ToolOutcome,
     VerificationRequested,
 )
-from shared.scope import Scope, sign_scope
-from tests.fixtures.brains import honest
+from pmsearch.shared.scope import Scope, sign_scope
+from pmsearch.testing.brains import honest
+from pmsearch.testing.scripted_model import Reply
 from tests.fixtures.redis_server import redis_server
-from tests.fixtures.scripted_model import Reply
 from tests.services.planner.test_service import ACCEPT, PHOTOS, QUESTION, hit, published
 from tests.shared.llm.helpers import settings
 
@@ -227,7 +227,7 @@ def start_planner(url: str, model_url: str, log: Path) -> subprocess.Popen:
         PM_WORKER_RECLAIM_IDLE_SECONDS="1", PM_WORKER_HEARTBEAT_SECONDS="0.2",
     )
     with open(log, "ab") as sink:
-        return subprocess.Popen([sys.executable, "-m", "services.planner.worker"], cwd=ROOT, env=env,
+        return subprocess.Popen([sys.executable, "-m", "pmsearch.services.planner.worker"], cwd=ROOT, env=env,
                                 stdout=sink, stderr=subprocess.STDOUT)
 
 

@@ -11,7 +11,7 @@ import httpx
 import pytest
 import redis
 
-from cli.stack import Stack
+from pmsearch.cli.stack import Stack
 from tests.fixtures.stack import gateway_only, new_key
 
 FILLER = "test:filler:"

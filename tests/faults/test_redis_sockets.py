@@ -1,7 +1,7 @@
 """Redis connections that go silent are noticed (issue 9, item 11).
 
 Every client pmsearch makes gets TCP keepalive and a socket timeout above the longest
-blocking read it sends (``shared.bus.redis_kwargs``). A peer that vanishes without a
+blocking read it sends (``pmsearch.shared.bus.redis_kwargs``). A peer that vanishes without a
 FIN (a dropped NAT entry, a killed VM) is then found by keepalive probes, and a
 connection that stays open but answers nothing by the socket timeout; before, a
 command on it waited for ever (the watchdog's with it).
@@ -21,8 +21,8 @@ import pytest
 import redis.asyncio as aioredis
 from redis.exceptions import TimeoutError as RedisTimeout
 
-from shared.bus import SOCKET_MARGIN_SECONDS, connect
-from shared.settings import ServiceSettings
+from pmsearch.shared.bus import SOCKET_MARGIN_SECONDS, connect
+from pmsearch.shared.settings import ServiceSettings
 from tests.fixtures.waiting import until
 
 

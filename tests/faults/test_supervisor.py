@@ -23,17 +23,17 @@ from pathlib import Path
 import httpx
 import pytest
 
-from cli.stack import Stack, free_port
-from cli.supervisor import Supervisor
-from tests.fixtures.brains import honest
+from pmsearch.cli.stack import Stack, free_port
+from pmsearch.cli.supervisor import Supervisor
+from pmsearch.testing.brains import honest
 
 ROOT = Path(__file__).resolve().parents[2]
 STAGES = {
-    "services.searcher.worker": "searcher",
-    "services.planner.worker": "planner",
-    "services.answerer.worker": "answerer",
-    "services.verifier.worker": "verifier",
-    "services.gateway.app": "gateway",
+    "pmsearch.services.searcher.worker": "searcher",
+    "pmsearch.services.planner.worker": "planner",
+    "pmsearch.services.answerer.worker": "answerer",
+    "pmsearch.services.verifier.worker": "verifier",
+    "pmsearch.services.gateway.app": "gateway",
     "redis-server": "redis",
 }
 
@@ -129,7 +129,7 @@ def up(tmp_path_factory, stack_model) -> Iterator[Up]:
     output = var / "up.out"
     with open(output, "wb") as sink:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "cli.main", "up"], cwd=ROOT, env=env, stdout=sink, stderr=subprocess.STDOUT,
+            [sys.executable, "-m", "pmsearch.cli.main", "up"], cwd=ROOT, env=env, stdout=sink, stderr=subprocess.STDOUT,
             start_new_session=True,
         )
     started = Up(proc, output, f"http://127.0.0.1:{gateway_port}", var)
@@ -230,7 +230,7 @@ def test_pmsearch_ask_follows_its_run_through_a_gateway_kill(up, stack_model):
     env = {k: v for k, v in os.environ.items() if not k.startswith("PM_")}
     env.update(PM_API_KEY=keys["acme/alice"], PM_GATEWAY_URL=up.gateway_url, COLUMNS="400")
     asking = subprocess.Popen(
-        [sys.executable, "-m", "cli.main", "ask", "--json", "Who is handling the Golf claim at the insurer?"],
+        [sys.executable, "-m", "pmsearch.cli.main", "ask", "--json", "Who is handling the Golf claim at the insurer?"],
         cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )
     try:

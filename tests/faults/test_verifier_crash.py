@@ -19,12 +19,12 @@ import pytest
 from httpx_sse import aconnect_sse
 from redis import asyncio as aioredis
 
-from services.verifier.decide import decide
-from services.verifier.errors import StoreError
-from services.verifier.repository import Repository
-from shared import streams
-from shared.bus import decode
-from shared.messages import ProgressEvent, RunMeta, VerificationRequested
+from pmsearch.services.verifier.decide import decide
+from pmsearch.services.verifier.errors import StoreError
+from pmsearch.services.verifier.repository import Repository
+from pmsearch.shared import streams
+from pmsearch.shared.bus import decode
+from pmsearch.shared.messages import ProgressEvent, RunMeta, VerificationRequested
 from tests.fixtures.stack import gateway_only, new_key
 
 QUESTION = "did the insurer pay?"

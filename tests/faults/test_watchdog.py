@@ -18,12 +18,12 @@ import uuid
 import pytest
 from redis import asyncio as aioredis
 
-from services.gateway.watchdog import watchdog, watchdog_round
-from services.verifier.decide import decide
-from services.verifier.repository import Repository
-from shared import streams
-from shared.bus import DATA_FIELD, decode
-from shared.messages import ProgressEvent, RunMeta, VerificationRequested
+from pmsearch.services.gateway.watchdog import watchdog, watchdog_round
+from pmsearch.services.verifier.decide import decide
+from pmsearch.services.verifier.repository import Repository
+from pmsearch.shared import streams
+from pmsearch.shared.bus import DATA_FIELD, decode
+from pmsearch.shared.messages import ProgressEvent, RunMeta, VerificationRequested
 
 # The watchdog's commands, as the gateway user's grants in deploy/redis/users.acl.in.
 WATCHDOG_GRANTS = {

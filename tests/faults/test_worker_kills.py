@@ -22,8 +22,8 @@ from pathlib import Path
 import pytest
 import redis
 
-from shared.bus import decode, encode
-from shared.messages import (
+from pmsearch.shared.bus import decode, encode
+from pmsearch.shared.messages import (
     AnswerRequested,
     DraftSentence,
     RunRequested,
@@ -32,7 +32,16 @@ from shared.messages import (
     Usage,
     VerificationRequested,
 )
-from shared.streams import ANSWERS, DRAFTS_FROM_ANSWERER, RUNS, TOOLS, dead_letter, evidence_key, final_key, meta_key
+from pmsearch.shared.streams import (
+    ANSWERS,
+    DRAFTS_FROM_ANSWERER,
+    RUNS,
+    TOOLS,
+    dead_letter,
+    evidence_key,
+    final_key,
+    meta_key,
+)
 from tests.faults.worker_proc import GROUP, POLICY, Task
 from tests.fixtures.redis_server import redis_server
 from tests.services.verifier.factory import evidence, request, run_record

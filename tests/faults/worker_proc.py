@@ -1,4 +1,4 @@
-"""A worker process for the fault tests: the shared runtime (shared/worker.py) with a
+"""A worker process for the fault tests: the shared runtime (pmsearch/shared/worker.py) with a
 handler that dies, or runs long, as its message says.
 
 ``python -m tests.faults.worker_proc <redis-url> <stream>``. Every handler run is logged
@@ -17,8 +17,8 @@ from typing import Literal
 import redis.asyncio as aioredis
 from pydantic import BaseModel
 
-from shared.settings import ServiceSettings
-from shared.worker import Delivery, Policy, Worker
+from pmsearch.shared.settings import ServiceSettings
+from pmsearch.shared.worker import Delivery, Policy, Worker
 
 GROUP = "g"
 POLICY = Policy(reclaim_idle_ms=600, heartbeat_ms=100, reclaim_poll_ms=100, max_deliveries=3, block_ms=200)

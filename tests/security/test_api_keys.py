@@ -103,7 +103,7 @@ def test_a_non_ascii_token_is_a_clean_401(api, path, method):
 def pmsearch(stack, *args: str) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if not k.startswith("PM_")}
     env.update(PM_GATEWAY_URL=stack.gateway_url, PM_ADMIN_TOKEN=stack.secrets.admin_token)
-    return subprocess.run([sys.executable, "-m", "cli.main", *args], env=env, capture_output=True, text=True, timeout=120)
+    return subprocess.run([sys.executable, "-m", "pmsearch.cli.main", *args], env=env, capture_output=True, text=True, timeout=120)
 
 
 def test_pmsearch_keys_creates_lists_and_revokes(api, demo_stack):
@@ -124,7 +124,7 @@ def test_pmsearch_keys_creates_lists_and_revokes(api, demo_stack):
 
 
 def test_a_stored_key_with_the_retired_admin_permission_loads_without_it():
-    from services.gateway.schemas import ApiKeyRecord
+    from pmsearch.services.gateway.schemas import ApiKeyRecord
 
     stored = ('{"key_id": "k1", "tenant_id": "acme", "principal": "p", "permissions": ["search", "admin"],'
               ' "mailboxes": ["alice"], "created_at": "2024-05-06T09:00:00Z"}')

@@ -27,12 +27,19 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from services.searcher.errors import IngestError
-from services.searcher.ingest.limits import IngestLimits
-from services.searcher.ingest.parser import parse_message
-from services.verifier.decide import decide
-from services.verifier.service import verify
-from shared.messages import Draft, DraftSentence, EvidenceAttachment, EvidenceMessage, Hit, VerificationRequested
+from pmsearch.services.searcher.errors import IngestError
+from pmsearch.services.searcher.ingest.limits import IngestLimits
+from pmsearch.services.searcher.ingest.parser import parse_message
+from pmsearch.services.verifier.decide import decide
+from pmsearch.services.verifier.service import verify
+from pmsearch.shared.messages import (
+    Draft,
+    DraftSentence,
+    EvidenceAttachment,
+    EvidenceMessage,
+    Hit,
+    VerificationRequested,
+)
 
 DEFAULT_EXAMPLES = 300
 # A test knob, not a service setting: it sizes this file's sample and nothing else.

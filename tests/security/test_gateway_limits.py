@@ -23,10 +23,10 @@ import pytest
 import uvicorn
 from redis import asyncio as aioredis
 
-from services.gateway.app import create_app
-from services.gateway.errors import TooManyStreams
-from services.gateway.limits import KeyLimits
-from shared.settings import GatewaySettings
+from pmsearch.services.gateway.app import create_app
+from pmsearch.services.gateway.errors import TooManyStreams
+from pmsearch.services.gateway.limits import KeyLimits
+from pmsearch.shared.settings import GatewaySettings
 
 PROBLEM = "application/problem+json"
 MB = 1024 * 1024

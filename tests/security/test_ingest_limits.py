@@ -22,10 +22,10 @@ from pathlib import Path
 
 import pytest
 
-from services.searcher.ingest.limits import IngestLimits
-from services.searcher.ingest.readers import RawMessage, batches
-from services.searcher.ingest.sandbox import Sandbox
-from services.searcher.ingest.service import Ingester
+from pmsearch.services.searcher.ingest.limits import IngestLimits
+from pmsearch.services.searcher.ingest.readers import RawMessage, batches
+from pmsearch.services.searcher.ingest.sandbox import Sandbox
+from pmsearch.services.searcher.ingest.service import Ingester
 from tests.services.searcher.ingest.conftest import DIM, HashEmbedder
 
 MB = 1024 * 1024
@@ -34,7 +34,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 @pytest.fixture
 def index(tmp_path):
-    from services.searcher.index.edge import EdgeIndex
+    from pmsearch.services.searcher.index.edge import EdgeIndex
 
     idx = EdgeIndex(tmp_path / "index", DIM)
     yield idx
@@ -229,7 +229,7 @@ def test_pmsearch_ingest_skips_an_oversized_message_unsent_and_prints_what_was_c
     env = {k: v for k, v in os.environ.items() if not k.startswith("PM_")}
     env.update(PM_GATEWAY_URL=demo_stack.gateway_url, PM_ADMIN_TOKEN=demo_stack.secrets.admin_token,
                PM_INGEST_MAX_MESSAGE_BYTES=str(MB))
-    run = subprocess.run([sys.executable, "-m", "cli.main", "ingest", str(folder), "-t", "acme", "-m", "limits"],
+    run = subprocess.run([sys.executable, "-m", "pmsearch.cli.main", "ingest", str(folder), "-t", "acme", "-m", "limits"],
                          env=env, capture_output=True, text=True, timeout=120)
     assert run.returncode == 1, run.stderr
     lines = run.stderr.splitlines()
@@ -243,6 +243,6 @@ def test_pmsearch_ingest_skips_an_oversized_message_unsent_and_prints_what_was_c
 
 
 def _payloads(index):
-    from services.searcher.index.base import IndexFilter
+    from pmsearch.services.searcher.index.base import IndexFilter
 
     return index.scroll(IndexFilter(tenant_id="acme", mailboxes=("alice",)), limit=10_000)

@@ -8,9 +8,9 @@ import base64
 import pytest
 from qdrant_client import QdrantClient
 
-from services.searcher.index.base import Chunk, ChunkPayload, IndexFilter, MailIndex
-from services.searcher.index.edge import EdgeIndex
-from services.searcher.index.server import ServerIndex
+from pmsearch.services.searcher.index.base import Chunk, ChunkPayload, IndexFilter, MailIndex
+from pmsearch.services.searcher.index.edge import EdgeIndex
+from pmsearch.services.searcher.index.server import ServerIndex
 
 DIM = 384
 TERM = "quokkafarm"

@@ -15,12 +15,12 @@ import uuid
 import pytest
 import redis
 
-from cli.acl import TEMPLATE, USERS
-from cli.stack import Stack
+from pmsearch.cli.acl import TEMPLATE, USERS
+from pmsearch.cli.stack import Stack
 
 SERVICES = [u for u in USERS if u != "admin"]
 
-# Which stage consumes which stream, and who produces to it (shared/streams.py).
+# Which stage consumes which stream, and who produces to it (pmsearch/shared/streams.py).
 INPUTS = {
     "searcher": ["pm:queries", "pm:lookups", "pm:ingest", "pm:withdrawn", "pm:tools"],
     "planner": ["pm:runs", "pm:observations"],
@@ -35,7 +35,7 @@ PRODUCED = [
     ("answerer", "pm:drafts:answerer"),
     ("sync", "pm:ingest"), ("sync", "pm:withdrawn"),
 ]
-# Each producer of drafts has a stream of its own (shared/streams.py).
+# Each producer of drafts has a stream of its own (pmsearch/shared/streams.py).
 DRAFTS_OF = {"gateway": "pm:drafts:watchdog", "planner": "pm:drafts:planner", "answerer": "pm:drafts:answerer"}
 MAX_ID = "18446744073709551615-18446744073709551615"
 GROUP_OF = {s: u for u, streams in INPUTS.items() for s in streams}
@@ -241,7 +241,7 @@ def test_a_full_redis_refuses_writes_and_keeps_every_queued_entry(tmp_path):
 
 def test_the_services_run_a_whole_run_without_one_acl_denial(api, demo_stack, stack_model):
     """Every command the stages and the gateway send, as they run, is one their user may send."""
-    from tests.fixtures.brains import honest
+    from pmsearch.testing.brains import honest
 
     admin = demo_stack.redis_client()
     admin.execute_command("ACL", "LOG", "RESET")

@@ -18,11 +18,11 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from cli.private import write_private
-from cli.stack import Secrets
-from shared import streams
-from shared.bus import encode
-from shared.messages import SearchReplied, SearchRequested, ToolBatchRequested, ToolCall
+from pmsearch.cli.private import write_private
+from pmsearch.cli.stack import Secrets
+from pmsearch.shared import streams
+from pmsearch.shared.bus import encode
+from pmsearch.shared.messages import SearchReplied, SearchRequested, ToolBatchRequested, ToolCall
 
 ROOT = Path(__file__).resolve().parents[2]
 OLD_DEFAULT = "pmsearch-dev-scope-key-change-me"
@@ -53,7 +53,7 @@ def start_service(module: str, **env: str) -> subprocess.CompletedProcess:
 SCOPE_KEYS = {"missing": None, "short": "x" * 31, "published default": OLD_DEFAULT}
 
 
-@pytest.mark.parametrize("module", ["services.gateway.app", "services.searcher.worker"])
+@pytest.mark.parametrize("module", ["pmsearch.services.gateway.app", "pmsearch.services.searcher.worker"])
 @pytest.mark.parametrize("case", list(SCOPE_KEYS))
 def test_a_service_refuses_to_start_without_a_strong_scope_key(module, case):
     env = {"PM_ADMIN_TOKEN": GOOD}
@@ -68,7 +68,7 @@ def test_a_service_refuses_to_start_without_a_strong_scope_key(module, case):
 @pytest.mark.parametrize("case,token", [("missing", None), ("short", "adm_" + "x" * 20), ("placeholder", "change-me" * 4)])
 def test_the_gateway_refuses_to_start_without_a_strong_admin_token(case, token):
     env = {"PM_SCOPE_KEY": GOOD} | ({"PM_ADMIN_TOKEN": token} if token else {})
-    run = start_service("services.gateway.app", **env)
+    run = start_service("pmsearch.services.gateway.app", **env)
     assert run.returncode != 0
     lines = run.stderr.strip().splitlines()
     assert len(lines) == 1 and "PM_ADMIN_TOKEN" in lines[0], run.stderr
@@ -108,7 +108,7 @@ def _required_compose_variables() -> set[str]:
 
 
 def test_pmsearch_acl_writes_every_secret_compose_requires_owner_only(tmp_path, monkeypatch):
-    from cli.main import app
+    from pmsearch.cli.main import app
 
     env_file, acl_file = tmp_path / ".env", tmp_path / "users.acl"
     env_file.write_text("PM_MODEL_BASE_URL=http://model.internal/v1\nPM_SCOPE_KEY=old\n")
@@ -155,8 +155,8 @@ NON_ASCII = "ключ.подпись"
 
 
 def test_a_non_ascii_scope_token_is_a_scope_error_not_a_crash():
-    from shared.errors import ScopeError
-    from shared.scope import verify_scope
+    from pmsearch.shared.errors import ScopeError
+    from pmsearch.shared.scope import verify_scope
 
     with pytest.raises(ScopeError):
         verify_scope(NON_ASCII, GOOD)

@@ -6,7 +6,7 @@ import base64
 import re
 from html.parser import HTMLParser
 
-from services.searcher.repository import mark_snippet
+from pmsearch.services.searcher.repository import mark_snippet
 
 HOSTILE_HTML = b"""From: Mallory <mallory@evil.example>
 To: alice@acme.example

@@ -12,7 +12,7 @@ import sys
 import pytest
 from rich.console import Console
 
-from cli.ask import render_event, render_result
+from pmsearch.cli.ask import render_event, render_result
 
 CRASHER = "Invoice [/dim] paid"
 LINK = "[link=https://evil.example/pay]Verified by pmsearch[/link]"
@@ -75,7 +75,7 @@ def test_escape_sequences_in_mail_text_never_reach_the_terminal():
 def pmsearch(stack, *args: str, key: str) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if not k.startswith("PM_")}
     env.update(PM_GATEWAY_URL=stack.gateway_url, PM_API_KEY=key)
-    return subprocess.run([sys.executable, "-m", "cli.main", *args], env=env, capture_output=True, text=True, timeout=180)
+    return subprocess.run([sys.executable, "-m", "pmsearch.cli.main", *args], env=env, capture_output=True, text=True, timeout=180)
 
 
 @pytest.fixture(scope="module")
@@ -107,7 +107,7 @@ def test_search_prints_a_hostile_subject_as_text(demo_stack, hostile_mailbox_key
 
 
 def test_ask_prints_a_hostile_subject_as_text(demo_stack, stack_model, hostile_mailbox_key):
-    from tests.fixtures.brains import honest
+    from pmsearch.testing.brains import honest
 
     stack_model.set_script(honest())
     run = pmsearch(demo_stack, "ask", "Was invoice INV-2024-9001 paid?", key=hostile_mailbox_key)

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from shared import streams
-from shared.asyncapi import CHANNELS, DEAD_LETTERS, document
-from shared.worker import Worker
+from pmsearch.shared import streams
+from pmsearch.shared.asyncapi import CHANNELS, DEAD_LETTERS, document
+from pmsearch.shared.worker import Worker
 
 ROOT = Path(__file__).resolve().parents[2]
 # The official validator is the JavaScript parser (none is kept on PyPI); installed on
@@ -61,11 +61,11 @@ def test_operations_name_their_channel_and_its_message():
 
 
 def test_the_stages_subscribe_to_each_stream_with_its_documented_model(monkeypatch):
-    from services.answerer.worker import build_app as answerer
-    from services.planner.worker import build_app as planner
-    from services.searcher.worker import build_app as searcher
-    from services.verifier.worker import build_app as verifier
-    from shared.settings import AnswererSettings, PlannerSettings, SearcherSettings, VerifierSettings
+    from pmsearch.services.answerer.worker import build_app as answerer
+    from pmsearch.services.planner.worker import build_app as planner
+    from pmsearch.services.searcher.worker import build_app as searcher
+    from pmsearch.services.verifier.worker import build_app as verifier
+    from pmsearch.shared.settings import AnswererSettings, PlannerSettings, SearcherSettings, VerifierSettings
 
     subscribed: dict[str, type] = {}
 

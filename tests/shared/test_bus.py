@@ -9,9 +9,9 @@ import uuid
 import pytest
 from redis.exceptions import TimeoutError as RedisTimeout
 
-from shared.bus import connect, publish, raise_if_cancelled
-from shared.messages import Contract
-from shared.settings import ServiceSettings
+from pmsearch.shared.bus import connect, publish, raise_if_cancelled
+from pmsearch.shared.messages import Contract
+from pmsearch.shared.settings import ServiceSettings
 
 
 class Ping(Contract):

@@ -8,7 +8,7 @@ import unicodedata
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from shared.fencing import Fence, normalise
+from pmsearch.shared.fencing import Fence, normalise
 
 ZW = "\u200b"
 

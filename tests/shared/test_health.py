@@ -1,4 +1,4 @@
-"""A worker's operator port (shared/health.py) against a real redis-server: metrics,
+"""A worker's operator port (pmsearch/shared/health.py) against a real redis-server: metrics,
 liveness and readiness, over HTTP."""
 
 from __future__ import annotations
@@ -9,10 +9,10 @@ import uuid
 import httpx
 import pytest
 
-from cli.stack import free_port
-from shared.health import Probes, start_server
-from shared.settings import ServiceSettings
-from shared.worker import Policy, Worker
+from pmsearch.cli.stack import free_port
+from pmsearch.shared.health import Probes, start_server
+from pmsearch.shared.settings import ServiceSettings
+from pmsearch.shared.worker import Policy, Worker
 from tests.shared.test_worker import FAST, GROUP, Job
 
 

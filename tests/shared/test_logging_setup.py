@@ -1,5 +1,5 @@
 """One JSON object a line, with the fields bound for the event, and the process's
-secrets never written (shared/logging_setup.py)."""
+secrets never written (pmsearch/shared/logging_setup.py)."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ import logging
 import pytest
 from pydantic import SecretStr
 
-from shared.logging_setup import REDACTED, bind, bound, configure, secret_values, task_fields
-from shared.settings import VerifierSettings
+from pmsearch.shared.logging_setup import REDACTED, bind, bound, configure, secret_values, task_fields
+from pmsearch.shared.settings import VerifierSettings
 
 SECRET = "scope-key-0123456789abcdef0123456789abcdef"
 

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from services.searcher.ingest.parser import parse_message
-from shared.mail_parts import Kind, author_of, searchable_text, split_mail
+from pmsearch.services.searcher.ingest.parser import parse_message
+from pmsearch.shared.mail_parts import Kind, author_of, searchable_text, split_mail
 
 MAIL = Path(__file__).resolve().parents[2] / "evals" / "real" / "mail"
 

@@ -6,10 +6,10 @@ from __future__ import annotations
 import re
 from datetime import UTC, datetime, timedelta
 
-from shared import passages as P
-from shared import prompts
-from shared.fencing import Fence
-from shared.messages import EvidenceAttachment, EvidenceMessage
+from pmsearch.shared import passages as P
+from pmsearch.shared import prompts
+from pmsearch.shared.fencing import Fence
+from pmsearch.shared.messages import EvidenceAttachment, EvidenceMessage
 
 QUESTION = "Did the insurer accept the Golf claim?"
 LABEL = re.compile(r"^P\d+ \|", re.M)

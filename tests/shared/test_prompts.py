@@ -1,4 +1,4 @@
-"""What a model reads besides the mail (shared/prompts.py): one system prompt, the user
+"""What a model reads besides the mail (pmsearch/shared/prompts.py): one system prompt, the user
 turn's order, the reply schema, the follow-up, and the settings that change them."""
 
 from __future__ import annotations
@@ -8,11 +8,11 @@ from datetime import UTC, datetime
 import pytest
 from pydantic import ValidationError
 
-from shared import passages as P
-from shared import prompts
-from shared.fencing import Fence
-from shared.messages import EvidenceMessage
-from shared.prompts import PromptSettings
+from pmsearch.shared import passages as P
+from pmsearch.shared import prompts
+from pmsearch.shared.fencing import Fence
+from pmsearch.shared.messages import EvidenceMessage
+from pmsearch.shared.prompts import PromptSettings
 
 QUESTION = "Did the insurer accept the Golf claim?"
 

@@ -12,9 +12,9 @@ import pytest
 import redis as sync_redis
 import redis.asyncio as aioredis
 
-from cli.acl import rules
-from shared import streams
-from shared.messages import (
+from pmsearch.cli.acl import rules
+from pmsearch.shared import streams
+from pmsearch.shared.messages import (
     EvidenceMessage,
     ProgressEvent,
     RunMeta,
@@ -23,7 +23,7 @@ from shared.messages import (
     Trace,
     Usage,
 )
-from shared.runstore import (
+from pmsearch.shared.runstore import (
     EVIDENCE_KEEP_SECONDS,
     INDEX_ALL,
     WORK_MARGIN_SECONDS,
@@ -111,7 +111,7 @@ async def test_evidence_lives_hours_until_the_result_then_the_working_margin(red
 
 
 async def test_the_snapshot_of_a_run_handed_on_lives_as_long_as_its_evidence_until_the_result(redis) -> None:
-    # The watchdog reads it to wait for the run's draft (services/gateway/watchdog.py).
+    # The watchdog reads it to wait for the run's draft (pmsearch/services/gateway/watchdog.py).
     store, run = RunStore(redis), run_id()
     deadline = time.time() + 30
     async with store.held_state(run, RunMeta) as held:

@@ -2,8 +2,8 @@ import time
 
 import pytest
 
-from shared.errors import ScopeError
-from shared.scope import Scope, sign_scope, verify_scope
+from pmsearch.shared.errors import ScopeError
+from pmsearch.shared.scope import Scope, sign_scope, verify_scope
 
 KEY = "test-key"
 

@@ -6,11 +6,11 @@ from pathlib import Path
 
 import pytest
 
-from services.searcher.ingest.parser import parse_message
-from services.verifier.service import verify
-from shared import passages as P
-from shared.messages import Draft, DraftSentence
-from shared.steering import blanked, steers, without_steering
+from pmsearch.services.searcher.ingest.parser import parse_message
+from pmsearch.services.verifier.service import verify
+from pmsearch.shared import passages as P
+from pmsearch.shared.messages import Draft, DraftSentence
+from pmsearch.shared.steering import blanked, steers, without_steering
 from tests.services.verifier.factory import message
 
 DEMO = Path(__file__).resolve().parents[2] / "data" / "demo"

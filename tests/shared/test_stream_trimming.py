@@ -12,10 +12,10 @@ from dataclasses import replace
 
 import pytest
 
-from shared.bus import encode, publish, publish_in
-from shared.consumer_group import ConsumerGroup
-from shared.streams import dead_letter
-from shared.worker import Delivery
+from pmsearch.shared.bus import encode, publish, publish_in
+from pmsearch.shared.consumer_group import ConsumerGroup
+from pmsearch.shared.streams import dead_letter
+from pmsearch.shared.worker import Delivery
 from tests.shared.test_worker import FAST, GROUP, Job, client, running, stream, wait_for  # noqa: F401 - fixtures
 
 TRIM = replace(FAST, trim_ms=50, keep_consumed_ms=0)

@@ -1,8 +1,8 @@
-"""shared.textcache: work on small texts is kept, on large ones done afresh."""
+"""pmsearch.shared.textcache: work on small texts is kept, on large ones done afresh."""
 
 from __future__ import annotations
 
-from shared.textcache import cached_text
+from pmsearch.shared.textcache import cached_text
 
 
 def test_a_small_text_is_worked_on_once_and_a_large_one_every_time():

@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from shared.messages import AttachmentsResult, ContactsResult, HitsResult, MessagesResult, ToolOutcome
-from shared.tools import TOOLS, constrained_args, tool_prompt_text
+from pmsearch.shared.messages import AttachmentsResult, ContactsResult, HitsResult, MessagesResult, ToolOutcome
+from pmsearch.shared.tools import TOOLS, constrained_args, tool_prompt_text
 
 IDS = {"message_ids": ["m-1", "m-2"], "thread_ids": ["t-1"], "mailboxes": ["alice", "shared-claims"]}
 

@@ -1,4 +1,4 @@
-"""The worker runtime (shared/worker.py) against a real redis-server: groups, bounded
+"""The worker runtime (pmsearch/shared/worker.py) against a real redis-server: groups, bounded
 reads, retries by Redis's delivery count, heartbeats, stale work, stream gauges.
 
 Each test reads its own stream (``pm:test:<uuid>``, group ``g``) with a small test
@@ -17,12 +17,12 @@ import redis.asyncio as aioredis
 from prometheus_client import REGISTRY
 from pydantic import BaseModel
 
-from shared.bus import publish
-from shared.consumer_group import ConsumerGroup
-from shared.errors import ContractError
-from shared.settings import ServiceSettings
-from shared.streams import dead_letter, final_key
-from shared.worker import Delivery, Policy, Worker
+from pmsearch.shared.bus import publish
+from pmsearch.shared.consumer_group import ConsumerGroup
+from pmsearch.shared.errors import ContractError
+from pmsearch.shared.settings import ServiceSettings
+from pmsearch.shared.streams import dead_letter, final_key
+from pmsearch.shared.worker import Delivery, Policy, Worker
 from tests.fixtures.waiting import until as wait_for
 
 GROUP = "g"

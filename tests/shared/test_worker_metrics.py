@@ -1,4 +1,4 @@
-"""What the worker runtime (shared/worker.py) counts per input stream: every delivery's
+"""What the worker runtime (pmsearch/shared/worker.py) counts per input stream: every delivery's
 end by result, and how long handlers ran. Against a real redis-server."""
 
 from __future__ import annotations
@@ -6,10 +6,10 @@ from __future__ import annotations
 import asyncio
 import time
 
-from shared.bus import publish
-from shared.errors import ContractError
-from shared.settings import ServiceSettings
-from shared.worker import Delivery, Worker
+from pmsearch.shared.bus import publish
+from pmsearch.shared.errors import ContractError
+from pmsearch.shared.settings import ServiceSettings
+from pmsearch.shared.worker import Delivery, Worker
 from tests.shared.test_worker import FAST, Job, client, metric, pending, running, stream, wait_for  # noqa: F401
 
 

@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from services.answerer.attribution import (
+from pmsearch.services.answerer.attribution import (
     MAX_SOURCES,
     attribute,
     echoes_header,
@@ -16,7 +16,7 @@ from services.answerer.attribution import (
     quotes,
     sentence_figures,
 )
-from shared.messages import EvidenceAttachment, EvidenceMessage
+from pmsearch.shared.messages import EvidenceAttachment, EvidenceMessage
 
 
 def msg(mid: str, body: str, *, subject: str = "Claim", attachments: list[EvidenceAttachment] | None = None) -> EvidenceMessage:

@@ -7,10 +7,10 @@ from datetime import UTC, datetime
 
 import pytest
 
-from services.answerer.details import detail_statements, with_details
-from services.answerer.values import details
-from services.verifier.service import verify
-from shared.messages import Draft, DraftSentence, EvidenceAttachment
+from pmsearch.services.answerer.details import detail_statements, with_details
+from pmsearch.services.answerer.values import details
+from pmsearch.services.verifier.service import verify
+from pmsearch.shared.messages import Draft, DraftSentence, EvidenceAttachment
 from tests.services.verifier.factory import message
 
 BOOKED = message(

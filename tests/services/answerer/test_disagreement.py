@@ -6,10 +6,10 @@ from datetime import UTC, datetime
 
 import pytest
 
-from services.answerer.disagreement import MAX_ADDED, other_statements, with_other_statements
-from services.answerer.values import amounts, dates
-from services.verifier.service import verify
-from shared.messages import Draft, DraftSentence, EvidenceMessage
+from pmsearch.services.answerer.disagreement import MAX_ADDED, other_statements, with_other_statements
+from pmsearch.services.answerer.values import amounts, dates
+from pmsearch.services.verifier.service import verify
+from pmsearch.shared.messages import Draft, DraftSentence, EvidenceMessage
 
 
 def msg(mid: str, body: str, *, sender: str, day: int, subject: str, thread: str | None = None) -> EvidenceMessage:

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from services.answerer.left_out import left_out_statement, with_left_out
-from services.verifier.service import verify
-from shared.messages import Draft, DraftSentence
+from pmsearch.services.answerer.left_out import left_out_statement, with_left_out
+from pmsearch.services.verifier.service import verify
+from pmsearch.shared.messages import Draft, DraftSentence
 from tests.services.verifier.factory import message
 
 QUESTION = "What is invoice INV-2024-0173 for, and has it been paid?"

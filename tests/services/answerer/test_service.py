@@ -10,13 +10,21 @@ from datetime import UTC, datetime
 
 import pytest
 
-from services.answerer.service import Answerer
-from shared import streams
-from shared.bus import decode
-from shared.llm import ModelClient
-from shared.messages import AnswerRequested, DraftSentence, EvidenceMessage, Hit, Trace, Usage, VerificationRequested
-from tests.fixtures.brains import DRAFT, answer, honest, passages, quoting, schema_title, sentence
-from tests.fixtures.scripted_model import Reply
+from pmsearch.services.answerer.service import Answerer
+from pmsearch.shared import streams
+from pmsearch.shared.bus import decode
+from pmsearch.shared.llm import ModelClient
+from pmsearch.shared.messages import (
+    AnswerRequested,
+    DraftSentence,
+    EvidenceMessage,
+    Hit,
+    Trace,
+    Usage,
+    VerificationRequested,
+)
+from pmsearch.testing.brains import DRAFT, answer, honest, passages, quoting, schema_title, sentence
+from pmsearch.testing.scripted_model import Reply
 from tests.shared.llm.helpers import settings
 
 QUESTION = "Did the insurer accept the Golf claim?"

@@ -6,12 +6,12 @@ import asyncio
 import time
 import uuid
 
-from services.answerer.worker import build_app
-from shared.bus import decode, publish
-from shared.messages import AnswerRequested, DraftSentence, Trace, Usage, VerificationRequested
-from shared.settings import AnswererSettings
-from shared.streams import ANSWERS, DRAFTS_FROM_ANSWERER
-from shared.worker import Policy
+from pmsearch.services.answerer.worker import build_app
+from pmsearch.shared.bus import decode, publish
+from pmsearch.shared.messages import AnswerRequested, DraftSentence, Trace, Usage, VerificationRequested
+from pmsearch.shared.settings import AnswererSettings
+from pmsearch.shared.streams import ANSWERS, DRAFTS_FROM_ANSWERER
+from pmsearch.shared.worker import Policy
 
 POLICY = Policy(reclaim_idle_ms=400, heartbeat_ms=100, reclaim_poll_ms=50, block_ms=200)
 

@@ -1,5 +1,5 @@
 """``Admission.hold``: this replica's capacity and the key's own limits, taken in that
-order and given back however the block ends (services/gateway/admission.py), against a
+order and given back however the block ends (pmsearch/services/gateway/admission.py), against a
 real Redis."""
 
 from __future__ import annotations
@@ -11,12 +11,12 @@ from datetime import UTC, datetime
 
 import pytest
 
-from services.gateway.admission import Admission
-from services.gateway.auth import Principal
-from services.gateway.errors import Overloaded, RateLimited, TooManyStreams
-from services.gateway.limits import KeyLimits
-from services.gateway.schemas import ApiKeyRecord
-from shared.settings import GatewaySettings
+from pmsearch.services.gateway.admission import Admission
+from pmsearch.services.gateway.auth import Principal
+from pmsearch.services.gateway.errors import Overloaded, RateLimited, TooManyStreams
+from pmsearch.services.gateway.limits import KeyLimits
+from pmsearch.services.gateway.schemas import ApiKeyRecord
+from pmsearch.shared.settings import GatewaySettings
 
 
 def admission(redis, **overrides) -> Admission:

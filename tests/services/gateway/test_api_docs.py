@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import yaml
 
-from shared.asyncapi import document
+from pmsearch.shared.asyncapi import document
 
 
 def test_gateway_serves_the_streams_asyncapi_document_as_json_and_yaml(api):

@@ -1,4 +1,4 @@
-"""One reading of credentials for every door (services/gateway/auth.py): which
+"""One reading of credentials for every door (pmsearch/services/gateway/auth.py): which
 principals each authenticator admits, from which headers, against a real Redis."""
 
 from __future__ import annotations
@@ -11,10 +11,10 @@ import pytest
 from pydantic import SecretStr
 from starlette.requests import Request
 
-from services.gateway.auth import Authenticator, Credentials, Principal, admin_token, api_key, key_or_admin
-from services.gateway.errors import AuthThrottled, Forbidden, Unauthorized
-from services.gateway.repository import GatewayRepository
-from services.gateway.schemas import ApiKeyRecord
+from pmsearch.services.gateway.auth import Authenticator, Credentials, Principal, admin_token, api_key, key_or_admin
+from pmsearch.services.gateway.errors import AuthThrottled, Forbidden, Unauthorized
+from pmsearch.services.gateway.repository import GatewayRepository
+from pmsearch.services.gateway.schemas import ApiKeyRecord
 
 ADMIN = "admin-" + "x" * 32
 

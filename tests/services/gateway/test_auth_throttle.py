@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from services.gateway.auth_throttle import WINDOW_SECONDS, AuthThrottle
-from services.gateway.errors import AuthThrottled
+from pmsearch.services.gateway.auth_throttle import WINDOW_SECONDS, AuthThrottle
+from pmsearch.services.gateway.errors import AuthThrottled
 from tests.fixtures.clock import FakeClock
 
 

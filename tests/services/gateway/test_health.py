@@ -1,11 +1,11 @@
-"""The gateway's readiness of its deadline watchdog (services/gateway/health.py)."""
+"""The gateway's readiness of its deadline watchdog (pmsearch/services/gateway/health.py)."""
 
 from __future__ import annotations
 
 import asyncio
 import time
 
-from services.gateway.health import WATCHDOG_STALE_SECONDS, WatchdogHealth
+from pmsearch.services.gateway.health import WATCHDOG_STALE_SECONDS, WatchdogHealth
 
 
 async def test_a_running_watchdog_with_recent_rounds_is_ready() -> None:

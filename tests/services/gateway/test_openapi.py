@@ -7,9 +7,9 @@ import secrets
 import pytest
 from fastapi import FastAPI
 
-from services.gateway.app import create_app
-from services.gateway.openapi import build
-from shared.settings import GatewaySettings
+from pmsearch.services.gateway.app import create_app
+from pmsearch.services.gateway.openapi import build
+from pmsearch.shared.settings import GatewaySettings
 
 EVENTS = {"step", "evidence", "answer", "done", "error"}
 PROBLEM = {"application/problem+json": {"schema": {"$ref": "#/components/schemas/ProblemDetails"}}}
@@ -109,7 +109,7 @@ def test_a_real_runs_events_match_their_documented_schemas(api, stack_model):
     from httpx_sse import connect_sse
     from jsonschema import Draft202012Validator
 
-    from tests.fixtures.brains import honest
+    from pmsearch.testing.brains import honest
 
     served = api.http.get("/openapi.json").json()
     stream = served["paths"]["/v1/search"]["post"]["responses"]["200"]["content"]["text/event-stream"]["schema"]

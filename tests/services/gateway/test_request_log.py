@@ -1,4 +1,4 @@
-"""The gateway's request metrics and log line (services/gateway/request_log.py), on a
+"""The gateway's request metrics and log line (pmsearch/services/gateway/request_log.py), on a
 bare ASGI app: no stack needed."""
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from starlette.applications import Starlette
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
-from services.gateway.request_log import RequestLog
-from shared.logging_setup import bind
+from pmsearch.services.gateway.request_log import RequestLog
+from pmsearch.shared.logging_setup import bind
 
 
 def _count(route: str, status: str) -> float:

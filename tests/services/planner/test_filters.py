@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from services.planner.filters import drop_unasked, has_filters
+from pmsearch.services.planner.filters import drop_unasked, has_filters
 
 GOLF = "Did the insurer accept the Golf claim?"
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from services.planner.schemas import call_models, search_model
+from pmsearch.services.planner.schemas import call_models, search_model
 
 
 def test_the_same_ids_give_the_same_models_and_other_ids_their_own():

@@ -9,12 +9,12 @@ from datetime import UTC, datetime
 
 import pytest
 
-from services.planner.repository import PlannerRepository
-from services.planner.service import Planner
-from shared import streams
-from shared.bus import decode
-from shared.llm import ModelClient
-from shared.messages import (
+from pmsearch.services.planner.repository import PlannerRepository
+from pmsearch.services.planner.service import Planner
+from pmsearch.shared import streams
+from pmsearch.shared.bus import decode
+from pmsearch.shared.llm import ModelClient
+from pmsearch.shared.messages import (
     AnswerRequested,
     EvidenceMessage,
     Hit,
@@ -25,8 +25,8 @@ from shared.messages import (
     ToolOutcome,
     VerificationRequested,
 )
-from shared.scope import Scope, sign_scope
-from tests.fixtures.brains import (
+from pmsearch.shared.scope import Scope, sign_scope
+from pmsearch.testing.brains import (
     ATTEMPT,
     SEARCH,
     answer,
@@ -42,7 +42,7 @@ from tests.fixtures.brains import (
     sentence,
     user_text,
 )
-from tests.fixtures.scripted_model import Reply
+from pmsearch.testing.scripted_model import Reply
 from tests.shared.llm.helpers import settings
 
 QUESTION = "Did the insurer accept the Golf claim?"

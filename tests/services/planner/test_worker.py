@@ -7,12 +7,12 @@ import asyncio
 import time
 import uuid
 
-from services.planner.worker import build_app
-from shared.bus import decode, publish
-from shared.messages import RunRequested, ToolBatchRequested
-from shared.settings import PlannerSettings
-from shared.streams import RUNS, TOOLS, final_key
-from shared.worker import Policy
+from pmsearch.services.planner.worker import build_app
+from pmsearch.shared.bus import decode, publish
+from pmsearch.shared.messages import RunRequested, ToolBatchRequested
+from pmsearch.shared.settings import PlannerSettings
+from pmsearch.shared.streams import RUNS, TOOLS, final_key
+from pmsearch.shared.worker import Policy
 
 POLICY = Policy(reclaim_idle_ms=400, heartbeat_ms=100, reclaim_poll_ms=50, block_ms=200)
 

@@ -10,9 +10,9 @@ import math
 import httpx
 import pytest
 
-from services.searcher.embedding import OnnxEmbedder, OpenAIEmbedder, TorchEmbedder, make_embedder
-from services.searcher.onnx_embedder import EmbedderUnavailable
-from shared.settings import SearcherSettings
+from pmsearch.services.searcher.embedding import OnnxEmbedder, OpenAIEmbedder, TorchEmbedder, make_embedder
+from pmsearch.services.searcher.onnx_embedder import EmbedderUnavailable
+from pmsearch.shared.settings import SearcherSettings
 
 
 @pytest.fixture(scope="module")
@@ -98,7 +98,7 @@ def test_make_embedder_follows_settings():
 def test_batching_embedder_gathers_concurrent_queries_into_one_pass():
     import threading
 
-    from services.searcher.embedding import BatchingEmbedder
+    from pmsearch.services.searcher.embedding import BatchingEmbedder
 
     class Counting:
         dim = 2

@@ -7,10 +7,10 @@ import secrets
 import time
 import uuid
 
-from shared import streams
-from shared.bus import encode
-from shared.messages import LookupReplied, LookupRequested
-from shared.scope import Scope, sign_scope
+from pmsearch.shared import streams
+from pmsearch.shared.bus import encode
+from pmsearch.shared.messages import LookupReplied, LookupRequested
+from pmsearch.shared.scope import Scope, sign_scope
 
 
 def _lookup(stack, token: str, tenant_id: str, message_id: str) -> LookupReplied:

@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 from prometheus_client import REGISTRY
 
-from services.searcher import metrics
-from services.searcher.embedding import OnnxEmbedder
-from services.searcher.query_cache import QueryEmbeddingCache
+from pmsearch.services.searcher import metrics
+from pmsearch.services.searcher.embedding import OnnxEmbedder
+from pmsearch.services.searcher.query_cache import QueryEmbeddingCache
 
 
 @pytest.fixture(scope="module")

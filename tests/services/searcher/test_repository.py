@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from services.searcher.repository import bounded
-from services.searcher.service import _thread_latest
-from shared.messages import EvidenceAttachment, EvidenceMessage, Hit
+from pmsearch.services.searcher.repository import bounded
+from pmsearch.services.searcher.service import thread_latest
+from pmsearch.shared.messages import EvidenceAttachment, EvidenceMessage, Hit
 
 
 def _message(body: str, *attachments: str) -> EvidenceMessage:
@@ -47,4 +47,4 @@ def test_a_forged_reply_is_never_promoted_as_its_threads_latest() -> None:
 
     hit = Hit(message_id="m-first", thread_id="t1", mailbox="alice", sender="x", date=None, subject="s",
               snippet="", score=1.0)
-    assert [m.message_id for m in _thread_latest(Thread(), None, [hit], 1)] == ["m-reply"]
+    assert [m.message_id for m in thread_latest(Thread(), None, [hit], 1)] == ["m-reply"]

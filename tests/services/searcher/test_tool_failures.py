@@ -7,12 +7,12 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 
-from services.searcher.index.edge import EdgeIndex
-from services.searcher.ingest.service import Ingester
-from services.searcher.repository import ScopedMailRepository
-from services.searcher.service import ToolRunner
-from shared.messages import ToolCall
-from shared.scope import Scope
+from pmsearch.services.searcher.index.edge import EdgeIndex
+from pmsearch.services.searcher.ingest.service import Ingester
+from pmsearch.services.searcher.repository import ScopedMailRepository
+from pmsearch.services.searcher.service import ToolRunner
+from pmsearch.shared.messages import ToolCall
+from pmsearch.shared.scope import Scope
 from tests.services.searcher.ingest.conftest import HashEmbedder
 from tests.services.searcher.ingest.mails import mail, raw
 

@@ -7,15 +7,15 @@ import time
 
 import pytest
 
-from services.searcher.embedding import OnnxEmbedder
-from services.searcher.index.edge import EdgeIndex
-from services.searcher.ingest.readers import demo_mailboxes, read_path
-from services.searcher.ingest.service import Ingester
-from services.searcher.repository import ScopedMailRepository
-from services.searcher.service import HANDLERS, ToolRunner
-from shared.messages import ToolCall
-from shared.scope import Scope
-from shared.tools import TOOLS
+from pmsearch.services.searcher.embedding import OnnxEmbedder
+from pmsearch.services.searcher.index.edge import EdgeIndex
+from pmsearch.services.searcher.ingest.readers import demo_mailboxes, read_path
+from pmsearch.services.searcher.ingest.service import Ingester
+from pmsearch.services.searcher.repository import ScopedMailRepository
+from pmsearch.services.searcher.service import HANDLERS, ToolRunner
+from pmsearch.shared.messages import ToolCall
+from pmsearch.shared.scope import Scope
+from pmsearch.shared.tools import TOOLS
 from tests.fixtures.stack import DEMO
 
 ALICE = Scope(tenant_id="acme", principal="alice", mailboxes=("alice", "shared-claims"), expires_at=time.time() + 3600)

@@ -13,12 +13,12 @@ from pathlib import Path
 import pytest
 import redis.asyncio as aioredis
 
-from services.searcher.index.base import IndexFilter
-from services.searcher.ingest.service import Ingester
-from services.searcher.ingest.withdraw import withdraw
-from services.sync.config import FolderMap, Source
-from shared.messages import IngestItem
-from tests.fixtures.dovecot import Dovecot, dovecot_server
+from pmsearch.services.searcher.index.base import IndexFilter
+from pmsearch.services.searcher.ingest.service import Ingester
+from pmsearch.services.searcher.ingest.withdraw import withdraw
+from pmsearch.services.sync.config import FolderMap, Source
+from pmsearch.shared.messages import IngestItem
+from pmsearch.testing.dovecot import Dovecot, dovecot_server
 from tests.services.searcher.ingest.conftest import DIM, HashEmbedder
 
 PASSWORD = "correct horse battery staple"
@@ -101,7 +101,7 @@ class LocalIngest:
 
 @pytest.fixture
 def local_ingest(tmp_path: Path) -> Iterator[LocalIngest]:
-    from services.searcher.index.edge import EdgeIndex
+    from pmsearch.services.searcher.index.edge import EdgeIndex
 
     index = EdgeIndex(tmp_path / "index", DIM)
     yield LocalIngest(index)

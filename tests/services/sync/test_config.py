@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from services.sync.config import load_config
-from services.sync.errors import ConfigError
+from pmsearch.services.sync.config import load_config
+from pmsearch.services.sync.errors import ConfigError
 
 SOURCE = "{tenant: acme, mailbox: alice, host: imap.example.org, user: alice@example.org"
 

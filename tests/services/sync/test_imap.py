@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from services.sync.errors import ServerError
-from services.sync.imap import Connection
+from pmsearch.services.sync.errors import ServerError
+from pmsearch.services.sync.imap import Connection
 
 from .conftest import PASSWORD, mail, source
 

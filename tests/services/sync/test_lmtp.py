@@ -9,12 +9,12 @@ import smtplib
 
 import pytest
 
-from services.sync.config import Recipient, SyncConfig
-from services.sync.lmtp import serve_lmtp
-from shared import streams
-from shared.bus import decode
-from shared.messages import IngestRequested
-from shared.settings import SyncSettings
+from pmsearch.services.sync.config import Recipient, SyncConfig
+from pmsearch.services.sync.lmtp import serve_lmtp
+from pmsearch.shared import streams
+from pmsearch.shared.bus import decode
+from pmsearch.shared.messages import IngestRequested
+from pmsearch.shared.settings import SyncSettings
 
 from .conftest import mail
 

@@ -6,10 +6,10 @@ from __future__ import annotations
 import asyncio
 import time
 
-from services.sync.config import FolderMap
-from services.sync.imap import Connection
-from services.sync.service import sync_folder
-from services.sync.state import FolderStore
+from pmsearch.services.sync.config import FolderMap
+from pmsearch.services.sync.imap import Connection
+from pmsearch.services.sync.service import sync_folder
+from pmsearch.services.sync.state import FolderStore
 
 from .conftest import mail, source
 

@@ -6,10 +6,10 @@ from __future__ import annotations
 import asyncio
 import logging
 
-from services.sync import imap, worker
-from services.sync.config import SyncConfig
-from services.sync.worker import Syncer
-from shared.settings import SyncSettings
+from pmsearch.services.sync import imap, worker
+from pmsearch.services.sync.config import SyncConfig
+from pmsearch.services.sync.worker import Syncer
+from pmsearch.shared.settings import SyncSettings
 from tests.fixtures.waiting import until
 
 from .conftest import mail, source

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from datetime import UTC, datetime
 
-from shared.messages import (
+from pmsearch.shared.messages import (
     Draft,
     DraftSentence,
     EvidenceAttachment,

@@ -8,12 +8,12 @@ import pytest
 import redis
 import redis.asyncio as aioredis
 
-from cli.acl import rules
-from services.verifier.repository import Repository
-from shared.bus import redis_kwargs
-from shared.settings import VerifierSettings
-from shared.streams import DRAFTS_FROM_ANSWERER as DRAFTS
-from shared.streams import dead_letter, evidence_key, final_key
+from pmsearch.cli.acl import rules
+from pmsearch.services.verifier.repository import Repository
+from pmsearch.shared.bus import redis_kwargs
+from pmsearch.shared.settings import VerifierSettings
+from pmsearch.shared.streams import DRAFTS_FROM_ANSWERER as DRAFTS
+from pmsearch.shared.streams import dead_letter, evidence_key, final_key
 from tests.services.verifier.factory import M1, evidence, request
 from tests.services.verifier.test_worker import finished_for, running, submit, wait_for
 
@@ -35,7 +35,7 @@ async def test_repository_works_within_the_acl(redis_url, verifier_settings) -> 
     client = aioredis.from_url(verifier_settings.redis_url, **redis_kwargs(verifier_settings))
     try:
         repo = Repository(client)
-        from services.verifier.decide import decide
+        from pmsearch.services.verifier.decide import decide
 
         result = decide(request(run_id=run, text=f"The claim was accepted [{M1}]."), await repo.load_evidence(run))
         assert await repo.finish(result, "1-0") is True

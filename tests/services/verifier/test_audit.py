@@ -8,11 +8,11 @@ import uuid
 import pytest
 import redis
 
-from services.verifier.audit import verify_command
-from services.verifier.decide import decide
-from services.verifier.errors import AuditInputError
-from shared.settings import VerifierSettings
-from shared.streams import evidence_key, final_key
+from pmsearch.services.verifier.audit import verify_command
+from pmsearch.services.verifier.decide import decide
+from pmsearch.services.verifier.errors import AuditInputError
+from pmsearch.shared.settings import VerifierSettings
+from pmsearch.shared.streams import evidence_key, final_key
 from tests.services.verifier.factory import M1, NEVER, evidence, request
 
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from services.verifier.corrections import corrected_by
-from services.verifier.service import verify
-from shared.messages import Draft, DraftSentence
+from pmsearch.services.verifier.corrections import corrected_by
+from pmsearch.services.verifier.service import verify
+from pmsearch.shared.messages import Draft, DraftSentence
 from tests.services.verifier.factory import message
 
 NEWS = "newsletter@logisticsweekly.example"

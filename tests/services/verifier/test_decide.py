@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from services.verifier.decide import decide, decide_with_verdict
-from shared.messages import (
+from pmsearch.services.verifier.decide import decide, decide_with_verdict
+from pmsearch.shared.messages import (
     DraftSentence,
     Hit,
     RemovedSentence,
@@ -165,7 +165,7 @@ def test_only_the_verifiers_removed_sentences_are_reported() -> None:
 
 
 def test_a_bug_in_verification_still_finishes_the_run(monkeypatch) -> None:
-    import services.verifier.decide as decide_module
+    import pmsearch.services.verifier.decide as decide_module
 
     def boom(*_a, **_k):
         raise RuntimeError("bug")

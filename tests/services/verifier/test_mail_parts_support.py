@@ -8,8 +8,8 @@ from datetime import UTC, datetime
 
 import pytest
 
-from services.verifier.service import verify
-from shared.messages import Draft, DraftSentence
+from pmsearch.services.verifier.service import verify
+from pmsearch.shared.messages import Draft, DraftSentence
 from tests.services.verifier.factory import message
 
 PARENT = message(

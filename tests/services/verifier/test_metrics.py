@@ -7,11 +7,11 @@ import uuid
 import redis.asyncio as aioredis
 from prometheus_client import REGISTRY
 
-from services.verifier import metrics, worker
-from services.verifier.decide import decide_with_verdict
-from shared.delivery import Delivery
-from shared.streams import DRAFTS_FROM_ANSWERER as DRAFTS
-from shared.streams import evidence_key, meta_key
+from pmsearch.services.verifier import metrics, worker
+from pmsearch.services.verifier.decide import decide_with_verdict
+from pmsearch.shared.delivery import Delivery
+from pmsearch.shared.streams import DRAFTS_FROM_ANSWERER as DRAFTS
+from pmsearch.shared.streams import evidence_key, meta_key
 from tests.services.verifier.factory import M1, evidence, request, run_record
 
 

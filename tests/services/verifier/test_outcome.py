@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from services.verifier.decide import decide
-from services.verifier.errors import DraftMismatch
-from services.verifier.outcome import cancellation, checked
-from shared.messages import StepTrace, Trace
+from pmsearch.services.verifier.decide import decide
+from pmsearch.services.verifier.errors import DraftMismatch
+from pmsearch.services.verifier.outcome import cancellation, checked
+from pmsearch.shared.messages import StepTrace, Trace
 from tests.services.verifier.factory import M1, evidence, request, run_record
 
 

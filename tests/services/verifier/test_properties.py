@@ -7,20 +7,20 @@ import string
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from services.verifier.decide import decide
-from services.verifier.service import verify
-from shared.mail_parts import Kind, blank_except
-from shared.messages import Draft, DraftSentence, EvidenceMessage
-from shared.text.normalize import collapse, find_phrase, normalize, normalize_with_map
-from shared.text.quotes import _DOUBLE_PAIRS
-from shared.text.sentences import split_sentences
+from pmsearch.services.verifier.decide import decide
+from pmsearch.services.verifier.service import verify
+from pmsearch.shared.mail_parts import Kind, blank_except
+from pmsearch.shared.messages import Draft, DraftSentence, EvidenceMessage
+from pmsearch.shared.text.normalize import collapse, find_phrase, normalize, normalize_with_map
+from pmsearch.shared.text.quotes import DOUBLE_PAIRS
+from pmsearch.shared.text.sentences import split_sentences
 from tests.services.verifier.factory import M1, M2, message, request
 
 SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 # Words of any script, without white space, control or mark characters, double quotes
 # (the quote is wrapped in them) or square brackets (they could form a citation marker).
-_QUOTE_MARKS = "".join(_DOUBLE_PAIRS) + "".join(v for v in _DOUBLE_PAIRS.values())
+_QUOTE_MARKS = "".join(DOUBLE_PAIRS) + "".join(v for v in DOUBLE_PAIRS.values())
 word = st.text(
     alphabet=st.characters(
         exclude_categories=("Z", "C", "M"), exclude_characters=_QUOTE_MARKS + "[]"

@@ -6,9 +6,9 @@ from datetime import UTC, datetime
 
 import pytest
 
-from services.verifier.question import AMOUNT, IDENTIFIER, LINK, WHEN, gives, pinned
-from services.verifier.service import verify
-from shared.messages import Draft, DraftSentence, EvidenceMessage
+from pmsearch.services.verifier.question import AMOUNT, IDENTIFIER, LINK, WHEN, gives, pinned
+from pmsearch.services.verifier.service import verify
+from pmsearch.shared.messages import Draft, DraftSentence, EvidenceMessage
 from tests.services.verifier.factory import M1, M2, M5, M6, evidence, message
 
 
@@ -524,7 +524,7 @@ def test_a_denial_citing_mail_in_another_language_is_counted_word_by_word() -> N
     ],
 )
 def test_english_is_told_by_its_stop_words(text: str, english: bool) -> None:
-    from shared.text.words import in_english
+    from pmsearch.shared.text.words import in_english
 
     assert in_english(text) is english
 

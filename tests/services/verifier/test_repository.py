@@ -9,13 +9,13 @@ import uuid
 import pytest
 import redis.asyncio as aioredis
 
-from services.verifier.decide import decide
-from services.verifier.errors import StoreError
-from services.verifier.repository import Repository, owner_key
-from shared.bus import decode
-from shared.messages import ProgressEvent, RunResult
-from shared.runstore import WORK_MARGIN_SECONDS, retention_seconds
-from shared.streams import evidence_key, final_key, progress_key
+from pmsearch.services.verifier.decide import decide
+from pmsearch.services.verifier.errors import StoreError
+from pmsearch.services.verifier.repository import Repository, owner_key
+from pmsearch.shared.bus import decode
+from pmsearch.shared.messages import ProgressEvent, RunResult
+from pmsearch.shared.runstore import WORK_MARGIN_SECONDS, retention_seconds
+from pmsearch.shared.streams import evidence_key, final_key, progress_key
 from tests.services.verifier.factory import M1, evidence, request
 
 RESULT_TTL_SECONDS = retention_seconds()  # the default run retention

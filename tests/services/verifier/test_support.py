@@ -8,14 +8,14 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from services.verifier.decide import decide
-from services.verifier.service import verify
-from services.verifier.sources import Sources
-from services.verifier.support import unsupported_words
-from shared.messages import Draft
-from shared.text.normalize import normalize
-from shared.text.words import WORD as _WORD
-from shared.text.words import stem, stems_of
+from pmsearch.services.verifier.decide import decide
+from pmsearch.services.verifier.service import verify
+from pmsearch.services.verifier.sources import Sources
+from pmsearch.services.verifier.support import unsupported_words
+from pmsearch.shared.messages import Draft
+from pmsearch.shared.text.normalize import normalize
+from pmsearch.shared.text.words import WORD as _WORD
+from pmsearch.shared.text.words import stem, stems_of
 from tests.services.verifier.factory import M1, M6, M6_BODY, evidence, message, request
 from tests.services.verifier.test_properties import SETTINGS
 

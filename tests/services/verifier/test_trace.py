@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from services.verifier.trace import ARGUMENT_CHARS, checked_trace, checked_usage
-from shared.messages import (
+from pmsearch.services.verifier.trace import ARGUMENT_CHARS, checked_trace, checked_usage
+from pmsearch.shared.messages import (
     HitsResult,
     RunMeta,
     StepTrace,

@@ -7,9 +7,9 @@ from typing import get_args
 
 import pytest
 
-from services.verifier.rules import REASON_OF, RULES
-from services.verifier.service import ANSWER_REASONS, RETIRED_REASONS, verify
-from shared.messages import Draft, DraftSentence, EvidenceMessage, RemovalReason
+from pmsearch.services.verifier.rules import REASON_OF, RULES
+from pmsearch.services.verifier.service import ANSWER_REASONS, RETIRED_REASONS, verify
+from pmsearch.shared.messages import Draft, DraftSentence, EvidenceMessage, RemovalReason
 from tests.services.verifier.factory import FOREIGN, M1, M2, M3, M4, M5, M6, NEVER, evidence
 from tests.services.verifier.test_corrections import FIRST, RESENT
 

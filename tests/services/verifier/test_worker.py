@@ -12,14 +12,14 @@ import pytest
 import redis.asyncio as aioredis
 from faststream.redis import RedisBroker, StreamSub
 
-from services.verifier import worker
-from services.verifier.repository import Repository
-from shared.bus import decode, encode, publish
-from shared.messages import ProgressEvent, RunResult, VerificationRequested
-from shared.settings import VerifierSettings
-from shared.streams import DRAFTS_FROM_ANSWERER as DRAFTS
-from shared.streams import GROUP, dead_letter, evidence_key, final_key, meta_key, progress_key
-from shared.worker import Policy
+from pmsearch.services.verifier import worker
+from pmsearch.services.verifier.repository import Repository
+from pmsearch.shared.bus import decode, encode, publish
+from pmsearch.shared.messages import ProgressEvent, RunResult, VerificationRequested
+from pmsearch.shared.settings import VerifierSettings
+from pmsearch.shared.streams import DRAFTS_FROM_ANSWERER as DRAFTS
+from pmsearch.shared.streams import GROUP, dead_letter, evidence_key, final_key, meta_key, progress_key
+from pmsearch.shared.worker import Policy
 from tests.services.verifier.factory import M1, evidence, request, run_record
 
 
@@ -202,13 +202,13 @@ async def test_runs_as_a_process_with_metrics(redis_url: str, client) -> None:
     import urllib.request
     from pathlib import Path
 
-    from tests.fixtures.redis_server import _free_port
+    from pmsearch.cli.stack import free_port
 
     root = Path(__file__).resolve().parents[3]
-    port = _free_port()
+    port = free_port()
     env = {**os.environ, "PM_REDIS_URL": redis_url, "PM_METRICS_PORT": str(port), "PYTHONPATH": str(root)}
     proc = subprocess.Popen(
-        [sys.executable, "-m", "services.verifier.worker"],
+        [sys.executable, "-m", "pmsearch.services.verifier.worker"],
         cwd=root, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
     )
     try:

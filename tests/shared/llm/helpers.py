@@ -6,7 +6,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from shared.settings import ModelSettings
+from pmsearch.shared.settings import ModelSettings
 
 
 class Pick(BaseModel):

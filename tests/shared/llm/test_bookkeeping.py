@@ -11,8 +11,8 @@ from pathlib import Path
 import httpx
 from prometheus_client import REGISTRY
 
-from shared.llm import ModelCall, ModelClient, call_model
-from shared.messages import Usage
+from pmsearch.shared.llm import ModelCall, ModelClient, call_model
+from pmsearch.shared.messages import Usage
 from tests.shared.llm.helpers import GOOD, MESSAGES, Pick, completion, settings
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -128,6 +128,6 @@ async def test_spent_deadline_is_a_timeout_without_a_request():
 
 
 def test_both_stages_metrics_and_the_shared_ones_import_in_one_process():
-    code = "import services.planner.metrics, services.answerer.metrics, shared.llm.metrics, shared.llm"
+    code = "import pmsearch.services.planner.metrics, pmsearch.services.answerer.metrics, pmsearch.shared.llm.metrics"
     done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from shared.llm.breaker import CircuitBreaker
+from pmsearch.shared.llm.breaker import CircuitBreaker
 from tests.fixtures.clock import FakeClock
 
 
@@ -49,8 +49,8 @@ import time  # noqa: E402
 import httpx  # noqa: E402
 import pytest  # noqa: E402
 
-from shared.llm import ModelClient, ModelTimeout, ModelUnavailable  # noqa: E402
-from tests.fixtures.scripted_model import Reply, Script, ScriptedModel  # noqa: E402
+from pmsearch.shared.llm import ModelClient, ModelTimeout, ModelUnavailable  # noqa: E402
+from pmsearch.testing.scripted_model import Reply, Script, ScriptedModel  # noqa: E402
 from tests.fixtures.waiting import until  # noqa: E402
 from tests.shared.llm.helpers import GOOD, MESSAGES, Pick, settings  # noqa: E402
 

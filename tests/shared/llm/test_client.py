@@ -13,14 +13,14 @@ import httpx
 import pytest
 from pydantic import BaseModel
 
-from shared.llm import (
+from pmsearch.shared.llm import (
     CircuitBreaker,
     ModelClient,
     ModelOutputInvalid,
     ModelTimeout,
     ModelUnavailable,
 )
-from tests.fixtures.scripted_model import Reply, Rule, Script, ScriptedModel, queue
+from pmsearch.testing.scripted_model import Reply, Rule, Script, ScriptedModel, queue
 from tests.shared.llm.helpers import GOOD, MESSAGES, Pick, completion, settings
 
 
@@ -242,7 +242,7 @@ async def test_unreachable_endpoint_is_unavailable():
 
 
 async def test_prompts_and_fences_reach_the_model_as_sent(scripted_model: ScriptedModel):
-    from shared.fencing import Fence
+    from pmsearch.shared.fencing import Fence
 
     fence = Fence.new()
     scripted_model.set_script(

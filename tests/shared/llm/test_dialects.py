@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from shared import prompts
-from shared.llm.dialects import schema_of
+from pmsearch.shared import prompts
+from pmsearch.shared.llm.dialects import schema_of
 
 
 def test_the_schema_is_a_fresh_copy_each_time():

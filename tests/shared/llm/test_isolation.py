@@ -14,7 +14,7 @@ _IMPORTS_LLM = re.compile(
 def test_verifier_does_not_import_the_model_client():
     offenders = [
         str(path.relative_to(ROOT))
-        for path in (ROOT / "services" / "verifier").rglob("*.py")
+        for path in (ROOT / "pmsearch" / "services" / "verifier").rglob("*.py")
         if _IMPORTS_LLM.search(path.read_text(encoding="utf-8"))
     ]
     assert offenders == []

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from shared.llm.local_server import MIN_RUN_SECONDS, prompt_speed, run_seconds, server_command
-from tests.fixtures.scripted_model import Reply
+from pmsearch.shared.llm.local_server import MIN_RUN_SECONDS, prompt_speed, run_seconds, server_command
+from pmsearch.testing.scripted_model import Reply
 
 
 def test_a_slow_model_gets_a_longer_run_budget_in_proportion():

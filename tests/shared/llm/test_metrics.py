@@ -1,4 +1,4 @@
-"""Model metrics (shared/llm/metrics.py): the breaker's state as Prometheus reads it."""
+"""Model metrics (pmsearch/shared/llm/metrics.py): the breaker's state as Prometheus reads it."""
 
 from __future__ import annotations
 
@@ -7,11 +7,11 @@ from typing import get_args
 
 from prometheus_client import REGISTRY
 
-from shared.llm import ModelClient
-from shared.llm.bookkeeping import CallResult
-from shared.llm.breaker import CircuitBreaker
-from shared.llm.metrics import CALL_RESULTS
-from shared.settings import PlannerSettings
+from pmsearch.shared.llm import ModelClient
+from pmsearch.shared.llm.bookkeeping import CallResult
+from pmsearch.shared.llm.breaker import CircuitBreaker
+from pmsearch.shared.llm.metrics import CALL_RESULTS
+from pmsearch.shared.settings import PlannerSettings
 
 
 def states() -> dict[str, float]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from shared.llm.parsing import OutputError, extract_json_object, parse_structured, strip_reasoning
+from pmsearch.shared.llm.parsing import OutputError, extract_json_object, parse_structured, strip_reasoning
 from tests.shared.llm.helpers import Pick
 
 

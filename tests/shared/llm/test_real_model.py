@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from pydantic import BaseModel, ConfigDict
 
-from shared.llm import ModelClient
-from shared.llm.local_server import DEFAULT_MODEL, start_local_model, stop_local_model
+from pmsearch.shared.llm import ModelClient
+from pmsearch.shared.llm.local_server import DEFAULT_MODEL, start_local_model, stop_local_model
 from tests.shared.llm.helpers import settings
 
 ROOT = Path(__file__).resolve().parents[3]

@@ -12,7 +12,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.fixtures.scripted_model import Reply, ScriptedModel
+from pmsearch.testing.scripted_model import Reply, ScriptedModel
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -68,7 +68,7 @@ def test_runs_as_its_own_process(tmp_path: Path):
     script.write_text(json.dumps([{"content": "first"}, {"status": 500}]))
     port_file = tmp_path / "port"
     proc = subprocess.Popen(
-        [sys.executable, "-m", "tests.fixtures.scripted_model", "--port", "0",
+        [sys.executable, "-m", "pmsearch.testing.scripted_model", "--port", "0",
          "--script", str(script), "--port-file", str(port_file)],
         cwd=ROOT, stdout=subprocess.PIPE, text=True,
     )  # fmt: skip

@@ -3,9 +3,9 @@ sentence of an answer."""
 
 from __future__ import annotations
 
-from shared.text.align import best_window, units
-from shared.text.figures import normalize_figures, sentence_figures
-from shared.text.words import LETTERS, STOP_WORDS, stem
+from pmsearch.shared.text.align import best_window, units
+from pmsearch.shared.text.figures import normalize_figures, sentence_figures
+from pmsearch.shared.text.words import LETTERS, STOP_WORDS, stem
 
 MAIL = (
     "Dear Mr. Meier,\n\nyour claim CLM-2024-55817 for the Golf is settled. We will transfer\n"

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from shared.text import amounts, figures
-from shared.text.figures import normalize_figures, sentence_figures, supported
+from pmsearch.shared.text import amounts, figures
+from pmsearch.shared.text.figures import normalize_figures, sentence_figures, supported
 
 
 def found(sentence: str, source: str) -> list[bool]:

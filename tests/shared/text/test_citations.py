@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from shared.text.citations import find_markers, parse_structured, strip_markers
+from pmsearch.shared.text.citations import find_markers, parse_structured, strip_markers
 
 A = "m3f9a2c1b0d4e"
 B = "m0a1b2c3d4e5f"

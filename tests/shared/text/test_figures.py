@@ -8,15 +8,15 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from shared.text import figures
-from shared.text.figures import (
+from pmsearch.shared.text import figures
+from pmsearch.shared.text.figures import (
     normalize_figures,
     number_readings,
     sentence_figures,
     source_keys,
     supported,
 )
-from shared.text.normalize import normalize_with_map
+from pmsearch.shared.text.normalize import normalize_with_map
 from tests.services.verifier.test_properties import SETTINGS
 
 
@@ -175,12 +175,12 @@ def test_a_figure_is_found_once_scanned_in_windows_or_whole() -> None:
         text = " ".join(rng.choice(pieces) for _ in range(rng.randint(1, 14)))
         norm = normalize_with_map(text).text
         for source in (True, False):
-            whole = list(figures._scan(norm, source, windowed=False))
-            assert list(figures._scan(norm, source, windowed=True)) == whole, norm
+            whole = list(figures.scan(norm, source, windowed=False))
+            assert list(figures.scan(norm, source, windowed=True)) == whole, norm
 
 
 @SETTINGS
 @given(text=st.text(max_size=80))
 def test_windows_change_nothing_on_any_text(text: str) -> None:
     norm = normalize_with_map(text).text
-    assert list(figures._scan(norm, True, windowed=True)) == list(figures._scan(norm, True, windowed=False))
+    assert list(figures.scan(norm, True, windowed=True)) == list(figures.scan(norm, True, windowed=False))

@@ -1,11 +1,11 @@
-"""A message's own words (shared/text/mail.py): without quotes, forwards, signatures,
+"""A message's own words (pmsearch/shared/text/mail.py): without quotes, forwards, signatures,
 sign-offs and greetings, in every attribution language the corpora use."""
 
 from __future__ import annotations
 
 import pytest
 
-from shared.text.mail import own_text, sender_name
+from pmsearch.shared.text.mail import own_text, sender_name
 
 
 @pytest.mark.parametrize(

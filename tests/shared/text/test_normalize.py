@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from shared.text.normalize import find_phrase, normalize, normalize_with_map
+from pmsearch.shared.text.normalize import find_phrase, normalize, normalize_with_map
 
 SAME = {
     "case": ("The Claim", "the claim"),

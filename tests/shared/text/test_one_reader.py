@@ -1,4 +1,4 @@
-"""One reader of text: no module outside ``shared/text`` keeps its own month or weekday
+"""One reader of text: no module outside ``pmsearch/shared/text`` keeps its own month or weekday
 table, stop-word list or stemmer, so that what the answerer writes and what the verifier
 judges are read alike."""
 
@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from shared.text import calendar
+from pmsearch.shared.text import calendar
 
 ROOT = Path(__file__).resolve().parents[3]
-TOOLKIT = ROOT / "shared" / "text"
+TOOLKIT = ROOT / "pmsearch" / "shared" / "text"
 CALENDAR_NAMES = frozenset(
     name for names in (*calendar.MONTH_NAMES.values(), *calendar.WEEKDAY_NAMES.values()) for name in names
 )
@@ -21,7 +21,7 @@ _WORDS = re.compile(r"[^\W\d_]+")
 
 
 def _modules() -> list[Path]:
-    found = [p for part in ("shared", "services", "cli") for p in (ROOT / part).rglob("*.py")]
+    found = [p for part in ("shared", "services", "cli") for p in (ROOT / "pmsearch" / part).rglob("*.py")]
     return sorted(p for p in found if TOOLKIT not in p.parents)
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from shared.text.question import ACCOUNT, AMOUNT, IDENTIFIER, LINK, WHEN, asks, parts, pins
+from pmsearch.shared.text.question import ACCOUNT, AMOUNT, IDENTIFIER, LINK, WHEN, asks, parts, pins
 
 
 def test_a_question_splits_into_its_parts_each_with_what_it_asks_for():

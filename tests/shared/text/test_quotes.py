@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from shared.text.quotes import Quote, extract_quotes
+from pmsearch.shared.text.quotes import Quote, extract_quotes
 
 CASES = {
     "straight double": ('He wrote "we accept" today', ["we accept"]),

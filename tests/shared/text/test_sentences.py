@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from shared.text.sentences import prose_sentences, split_sentences, table_sentences
+from pmsearch.shared.text.sentences import prose_sentences, split_sentences, table_sentences
 
 CASES = {
     "two plain sentences": ("The claim was filed. It was accepted.", ["The claim was filed.", "It was accepted."]),

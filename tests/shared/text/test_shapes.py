@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from shared.text.shapes import missing
+from pmsearch.shared.text.shapes import missing
 
 
 @pytest.mark.parametrize(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from shared.text.words import in_english, stem
+from pmsearch.shared.text.words import in_english, stem
 
 
 @pytest.mark.parametrize(

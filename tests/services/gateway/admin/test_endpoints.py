@@ -11,11 +11,11 @@ import uuid
 
 import pytest
 
-from shared import streams
-from shared.bus import decode
-from shared.messages import ProgressEvent
-from tests.fixtures.brains import honest
-from tests.fixtures.scripted_model import Reply
+from pmsearch.shared import streams
+from pmsearch.shared.bus import decode
+from pmsearch.shared.messages import ProgressEvent
+from pmsearch.testing.brains import honest
+from pmsearch.testing.scripted_model import Reply
 
 QUESTION = "Did the insurer accept the Golf claim after we sent the photos?"
 BUDGETS = {"search.agentic_max_steps": 4, "search.agentic_max_seconds": 20, "search.agentic_daily_cap": 500}
@@ -206,8 +206,8 @@ def test_another_principal_cannot_cancel_a_run_it_cannot_read(api):
 
 def test_a_stage_cannot_cancel_a_run_its_owner_did_not(api, demo_stack, stack_model):
     """The verifier refuses a ``cancelled`` ending for a run the gateway did not mark."""
-    from shared.bus import encode
-    from shared.messages import RunMeta, VerificationRequested
+    from pmsearch.shared.bus import encode
+    from pmsearch.shared.messages import RunMeta, VerificationRequested
 
     stack_model.set_script(slow)
     _, key = new_principal(api)

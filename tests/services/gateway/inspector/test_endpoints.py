@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from tests.fixtures.brains import honest
+from pmsearch.testing.brains import honest
 
 QUESTION = "Did the insurer accept the Golf claim after we sent the photos?"
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from services.gateway.inspector.service import source_contexts
-from shared.messages import (
+from pmsearch.services.gateway.inspector.service import source_contexts
+from pmsearch.shared.messages import (
     Answer,
     AnswerSentence,
     Citation,

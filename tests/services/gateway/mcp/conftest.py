@@ -28,7 +28,7 @@ async def mcp_session(stack, transport: str, key: str) -> AsyncIterator[ClientSe
                 yield session
     else:
         env = {**os.environ, "PM_API_KEY": key, "PM_GATEWAY_URL": stack.gateway_url}
-        params = StdioServerParameters(command=sys.executable, args=["-m", "cli.main", "mcp"], env=env, cwd=str(ROOT))
+        params = StdioServerParameters(command=sys.executable, args=["-m", "pmsearch.cli.main", "mcp"], env=env, cwd=str(ROOT))
         async with stdio_client(params) as (read, write):
             async with ClientSession(read, write) as session:
                 await session.initialize()

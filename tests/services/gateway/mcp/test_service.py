@@ -10,8 +10,8 @@ import time
 import anyio
 import pytest
 
-from services.gateway.mcp.schemas import RunView
-from tests.fixtures.brains import ATTEMPT, DRAFT, answer, honest, passages, schema_title, sentence
+from pmsearch.services.gateway.mcp.schemas import RunView
+from pmsearch.testing.brains import ATTEMPT, DRAFT, answer, honest, passages, schema_title, sentence
 
 GOLF = "What's the latest on the Golf claim CLM-2024-55817?"
 # What a progress line may say: counts and tool names, composed by code.

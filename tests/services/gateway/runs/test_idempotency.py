@@ -1,4 +1,4 @@
-"""Idempotency-Key records (services/gateway/runs/idempotency.py), against a real Redis."""
+"""Idempotency-Key records (pmsearch/services/gateway/runs/idempotency.py), against a real Redis."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import uuid
 import pytest
 from redis.exceptions import WatchError
 
-from services.gateway.errors import BadHeader, IdempotencyKeyInUse, IdempotencyKeyReused
-from services.gateway.runs.idempotency import (
+from pmsearch.services.gateway.errors import BadHeader, IdempotencyKeyInUse, IdempotencyKeyReused
+from pmsearch.services.gateway.runs.idempotency import (
     RESERVE_SECONDS,
     Claim,
     IdempotencyKeys,
@@ -17,7 +17,7 @@ from services.gateway.runs.idempotency import (
     record_key,
     request_digest,
 )
-from services.gateway.search.schemas import SearchRequest
+from pmsearch.services.gateway.search.schemas import SearchRequest
 
 
 @pytest.fixture

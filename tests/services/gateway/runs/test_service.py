@@ -1,4 +1,4 @@
-"""Waiting for and streaming a run (services/gateway/runs/service.py), against a real Redis."""
+"""Waiting for and streaming a run (pmsearch/services/gateway/runs/service.py), against a real Redis."""
 
 from __future__ import annotations
 
@@ -9,12 +9,12 @@ import uuid
 
 import pytest
 
-from services.gateway.repository import GatewayRepository
-from services.gateway.runs.service import RunService
-from services.gateway.searcher import Searcher
-from shared.messages import ProgressEvent, RunMeta, RunResult
-from shared.runstore import RunStore
-from shared.settings import GatewaySettings
+from pmsearch.services.gateway.repository import GatewayRepository
+from pmsearch.services.gateway.runs.service import RunService
+from pmsearch.services.gateway.searcher import Searcher
+from pmsearch.shared.messages import ProgressEvent, RunMeta, RunResult
+from pmsearch.shared.runstore import RunStore
+from pmsearch.shared.settings import GatewaySettings
 from tests.fixtures.waiting import until
 
 
@@ -142,10 +142,10 @@ async def test_a_run_is_published_only_together_with_its_idempotency_mark(redis)
 
     from redis.exceptions import ResponseError
 
-    from services.gateway.runs.idempotency import Claim
-    from services.gateway.schemas import ApiKeyRecord
-    from services.gateway.search.schemas import SearchRequest
-    from shared.streams import RUNS
+    from pmsearch.services.gateway.runs.idempotency import Claim
+    from pmsearch.services.gateway.schemas import ApiKeyRecord
+    from pmsearch.services.gateway.search.schemas import SearchRequest
+    from pmsearch.shared.streams import RUNS
 
     runs = service(redis)
     runs.requests.started_in = lambda pipe, **_: pipe.execute_command("PM-NO-SUCH-COMMAND")

@@ -94,10 +94,10 @@ def test_widened_mailbox_is_refused(api):
 
 def quarantined_demo_mail() -> list[tuple[str, str, str]]:
     """(tenant, message id, subject) of every quarantined demo message."""
-    from services.searcher.ingest.identity import content_digest
-    from services.searcher.ingest.parser import parse_message
-    from services.searcher.ingest.readers import demo_mailboxes, read_path
-    from services.searcher.ingest.schemas import message_key
+    from pmsearch.services.searcher.ingest.identity import content_digest
+    from pmsearch.services.searcher.ingest.parser import parse_message
+    from pmsearch.services.searcher.ingest.readers import demo_mailboxes, read_path
+    from pmsearch.services.searcher.ingest.schemas import message_key
     from tests.fixtures.stack import DEMO
 
     found = []

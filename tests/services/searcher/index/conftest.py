@@ -7,8 +7,8 @@ from datetime import UTC, datetime
 
 import pytest
 
-from services.searcher.embedding import OnnxEmbedder
-from services.searcher.index.base import Chunk, ChunkPayload
+from pmsearch.services.searcher.embedding import OnnxEmbedder
+from pmsearch.services.searcher.index.base import Chunk, ChunkPayload
 
 DIM = 384
 ACME, BETA = "acme", "beta"

@@ -10,9 +10,9 @@ import pytest
 import qdrant_edge as qe
 from qdrant_client import QdrantClient
 
-from services.searcher.index.base import Chunk, ChunkPayload, IndexFilter, MailIndex
-from services.searcher.index.edge import EdgeIndex
-from services.searcher.index.server import ServerIndex
+from pmsearch.services.searcher.index.base import Chunk, ChunkPayload, IndexFilter, MailIndex
+from pmsearch.services.searcher.index.edge import EdgeIndex
+from pmsearch.services.searcher.index.server import ServerIndex
 
 from .conftest import ACME, BETA, DIM
 
@@ -239,8 +239,8 @@ def test_server_refuses_collection_of_other_dimension(corpus):
 def test_open_index_picks_adapter(tmp_path, monkeypatch):
     import qdrant_client
 
-    from services.searcher.index import open_index
-    from shared.settings import SearcherSettings
+    from pmsearch.services.searcher.index import open_index
+    from pmsearch.shared.settings import SearcherSettings
 
     edge = open_index(SearcherSettings(data_dir=tmp_path), DIM)
     assert isinstance(edge, EdgeIndex) and edge.path == tmp_path / "qdrant-edge"
@@ -276,7 +276,7 @@ def test_message_copies_sees_quarantined_points_of_any_mailbox(index):
 def test_edge_caps_segment_size_by_default(tmp_path, monkeypatch):
     # Uncapped segments made one optimisation of a 100k import pause the process 67 s
     # (bench: docs/scale.md); the pause itself is measured there, the wiring here.
-    import services.searcher.index.edge as edge_module
+    import pmsearch.services.searcher.index.edge as edge_module
 
     configs = []
     real = qe.EdgeConfig

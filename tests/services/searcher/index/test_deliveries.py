@@ -11,10 +11,10 @@ import pytest
 import qdrant_edge as qe
 from qdrant_client import QdrantClient, models
 
-from services.searcher.index import bm25, layout
-from services.searcher.index.base import Chunk, ChunkPayload, IndexFilter, MailIndex, delivery_key
-from services.searcher.index.edge import EdgeIndex
-from services.searcher.index.server import ServerIndex
+from pmsearch.services.searcher.index import bm25, layout
+from pmsearch.services.searcher.index.base import Chunk, ChunkPayload, IndexFilter, MailIndex, delivery_key
+from pmsearch.services.searcher.index.edge import EdgeIndex
+from pmsearch.services.searcher.index.server import ServerIndex
 
 pytestmark = pytest.mark.filterwarnings("ignore:Payload indexes have no effect:UserWarning")
 

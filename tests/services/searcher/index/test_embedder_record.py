@@ -7,11 +7,11 @@ import secrets
 import pytest
 from qdrant_client import QdrantClient
 
-from services.searcher.embedding import embedder_id
-from services.searcher.index import layout, open_index
-from services.searcher.index.edge import EdgeIndex
-from services.searcher.index.server import ServerIndex
-from shared.settings import SearcherSettings
+from pmsearch.services.searcher.embedding import embedder_id
+from pmsearch.services.searcher.index import layout, open_index
+from pmsearch.services.searcher.index.edge import EdgeIndex
+from pmsearch.services.searcher.index.server import ServerIndex
+from pmsearch.shared.settings import SearcherSettings
 
 DIM = 384
 MINILM = "onnx:all-MiniLM-L6-v2"

@@ -6,10 +6,10 @@ from __future__ import annotations
 import pytest
 import qdrant_edge as qe
 
-from services.searcher.index import bm25, layout
-from services.searcher.index.base import Chunk, IndexFilter, delivery_fields, delivery_key
-from services.searcher.index.edge import EdgeIndex, _filter
-from services.searcher.index.idf import ScopedIdf
+from pmsearch.services.searcher.index import bm25, layout
+from pmsearch.services.searcher.index.base import Chunk, IndexFilter, delivery_fields, delivery_key
+from pmsearch.services.searcher.index.edge import EdgeIndex, edge_filter
+from pmsearch.services.searcher.index.idf import ScopedIdf
 
 from .conftest import ACME, BETA, DIM
 
@@ -30,8 +30,8 @@ def edge_scores(idx: EdgeIndex, flt: IndexFilter, text: str) -> dict[str, float]
     request = qe.QueryRequest(
         limit=50,
         query=qe.Query.Nearest(qe.SparseVector(indices, values), using=layout.SPARSE),
-        filter=_filter(layout.conditions(flt)),
-        params=qe.SearchParams(idf=qe.IdfParams(corpus=_filter(layout.idf_corpus(flt)))),
+        filter=edge_filter(layout.conditions(flt)),
+        params=qe.SearchParams(idf=qe.IdfParams(corpus=edge_filter(layout.idf_corpus(flt)))),
         with_payload=True,
     )
     return {str(p.id): p.score for p in idx.shard.query(request)}

@@ -1,6 +1,6 @@
 """Two searcher replicas starting together against one Qdrant server: both see no
 collection, one creates it, the other's create fails with the server's 409 and it must
-carry on with the collection the first made (services/searcher/index/server.py)."""
+carry on with the collection the first made (pmsearch/services/searcher/index/server.py)."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import pytest
 from qdrant_client import QdrantClient
 from qdrant_client.http.exceptions import UnexpectedResponse
 
-from services.searcher.index.base import IndexFilter
-from services.searcher.index.server import ServerIndex
+from pmsearch.services.searcher.index.base import IndexFilter
+from pmsearch.services.searcher.index.server import ServerIndex
 
 from .conftest import DIM
 

@@ -43,7 +43,7 @@ def embedder() -> HashEmbedder:
 
 @pytest.fixture
 def index(tmp_path):
-    from services.searcher.index.edge import EdgeIndex
+    from pmsearch.services.searcher.index.edge import EdgeIndex
 
     idx = EdgeIndex(tmp_path / "index", DIM)
     yield idx

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from services.searcher.ingest.authentication import sender_auth
-from services.searcher.ingest.parser import parse_message
+from pmsearch.services.searcher.ingest.authentication import sender_auth
+from pmsearch.services.searcher.ingest.parser import parse_message
 
 from .mails import mail, raw
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from services.searcher.ingest.chunking import split_text
+from pmsearch.services.searcher.ingest.chunking import split_text
 
 
 def test_short_and_empty_text():

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from services.searcher.index.base import IndexFilter
-from services.searcher.ingest.parser import parse_message
-from services.searcher.ingest.readers import demo_mailboxes, read_path
-from services.searcher.ingest.service import Ingester
+from pmsearch.services.searcher.index.base import IndexFilter
+from pmsearch.services.searcher.ingest.parser import parse_message
+from pmsearch.services.searcher.ingest.readers import demo_mailboxes, read_path
+from pmsearch.services.searcher.ingest.service import Ingester
 
 DEMO = Path(__file__).resolve().parents[4] / "data" / "demo"
 
@@ -50,7 +50,7 @@ def test_demo_covers_the_cases_tests_and_demos_rely_on(parsed):
 
 
 def test_demo_imports_without_errors(tmp_path, embedder):
-    from services.searcher.index.edge import EdgeIndex
+    from pmsearch.services.searcher.index.edge import EdgeIndex
 
     index = EdgeIndex(tmp_path / "index", embedder.dim)
     try:

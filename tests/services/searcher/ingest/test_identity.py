@@ -4,10 +4,10 @@ collisions, and adopts messages indexed before digests existed only when equal."
 
 from __future__ import annotations
 
-from services.searcher.index.base import IndexFilter, delivery_key
-from services.searcher.ingest.identity import content_digest
-from services.searcher.ingest.schemas import legacy_message_key, message_key
-from services.searcher.ingest.service import Ingester
+from pmsearch.services.searcher.index.base import IndexFilter, delivery_key
+from pmsearch.services.searcher.ingest.identity import content_digest
+from pmsearch.services.searcher.ingest.schemas import legacy_message_key, message_key
+from pmsearch.services.searcher.ingest.service import Ingester
 
 from .mails import mail, raw
 

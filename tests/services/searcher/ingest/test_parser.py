@@ -7,10 +7,10 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from services.searcher.errors import IngestError, MalformedMessage
-from services.searcher.ingest.limits import IngestLimits
-from services.searcher.ingest.parser import parse_message
-from services.searcher.ingest.schemas import message_key, normalize_subject, thread_key
+from pmsearch.services.searcher.errors import IngestError, MalformedMessage
+from pmsearch.services.searcher.ingest.limits import IngestLimits
+from pmsearch.services.searcher.ingest.parser import parse_message
+from pmsearch.services.searcher.ingest.schemas import message_key, normalize_subject, thread_key
 
 from .mails import mail, make_pdf, raw
 

@@ -6,9 +6,9 @@ import mailbox
 
 import pytest
 
-from services.searcher.errors import UnreadableSource
-from services.searcher.ingest.parser import parse_message
-from services.searcher.ingest.readers import count_messages, demo_mailboxes, read_path
+from pmsearch.services.searcher.errors import UnreadableSource
+from pmsearch.services.searcher.ingest.parser import parse_message
+from pmsearch.services.searcher.ingest.readers import count_messages, demo_mailboxes, read_path
 
 from .mails import mail, raw
 

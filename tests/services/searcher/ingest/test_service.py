@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from services.searcher.index.base import IndexFilter, delivery_key
-from services.searcher.ingest.identity import content_digest
-from services.searcher.ingest.schemas import message_key, thread_key
-from services.searcher.ingest.service import Ingester
+from pmsearch.services.searcher.index.base import IndexFilter, delivery_key
+from pmsearch.services.searcher.ingest.identity import content_digest
+from pmsearch.services.searcher.ingest.schemas import message_key, thread_key
+from pmsearch.services.searcher.ingest.service import Ingester
 
 from .mails import mail, make_pdf, raw
 

@@ -1,0 +1,48 @@
+"""A message's own sentences, and one of them copied into an answer word for word.
+
+Code adds sentences to the model's answer in two places (:mod:`.disagreement`, the
+other version when the mail disagrees; :mod:`.details`, the details the answer leaves
+out), both as the source's exact words with who wrote them and when, so the reader can
+weigh them and the verifier checks them like any quote.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime
+
+from pmsearch.shared.messages import DraftSentence, EvidenceMessage
+from pmsearch.shared.text.mail import own_text, sender_name
+from pmsearch.shared.text.sentences import prose_sentences, table_sentences
+
+# Longer, it is a page, not a sentence: copied whole from a stranger's unpunctuated text,
+# it would fill the answer, the result, the progress stream and the draft.
+MAX_STATEMENT_CHARS = 1000
+# A quote inside would break ours; a bracket would read as a citation marker ("[0,480]").
+_QUOTES = re.compile('["“”„\\[\\]]')
+
+
+def sentences(m: EvidenceMessage) -> list[str]:
+    """The sentences of the message's own text (no quoted parent, signature or steering)."""
+    return prose_sentences(own_text(m.body))
+
+
+def attachment_sentences(m: EvidenceMessage) -> list[str]:
+    """The sentences of the message's attachments, a table's row with its header
+    (:func:`pmsearch.shared.text.sentences.table_sentences`)."""
+    return [s for attachment in m.attachments for s in table_sentences(attachment.name, attachment.text)]
+
+
+def quotable(sentence: str) -> bool:
+    """Whether ``sentence`` can be copied as a statement: a question states nothing,
+    a quote or a bracket inside would break ours, and a "sentence" of a page (mail
+    without full stops, a stranger's stuffed text) is no statement."""
+    return len(sentence) <= MAX_STATEMENT_CHARS and not sentence.endswith("?") and not _QUOTES.search(sentence)
+
+
+def statement(m: EvidenceMessage, sentence: str) -> DraftSentence:
+    """``sentence`` word for word, with who wrote it and when, cited to its message."""
+    d: datetime | None = m.date
+    who = sender_name(m.sender)
+    text = f'{who}, {d.day} {d.strftime("%B")}: "{sentence}"' if d else f'{who}: "{sentence}"'
+    return DraftSentence(text=text, citations=[m.message_id])
