@@ -29,35 +29,23 @@ from pmsearch.cli.evaluation.drafts import admin_client, for_report
 from pmsearch.cli.evaluation.questions import corpus_message_ids, load_questions, resolve_supporting
 from pmsearch.cli.evaluation.runner import RunRecord
 from pmsearch.cli.evaluation.scoring import answered_right, summarize, wrongly_answered
-from pmsearch.services.answerer.attribution import attribute, echoes_header
-from pmsearch.services.answerer.details import with_details
-from pmsearch.services.answerer.disagreement import with_other_statements
-from pmsearch.services.answerer.left_out import with_left_out
-from pmsearch.services.answerer.service import answering
+from pmsearch.services.answerer.draft import cite
 from pmsearch.services.verifier.decide import decide
 from pmsearch.shared.messages import Draft, DraftSentence, EvidenceMessage
-from pmsearch.shared.passages import without_labels
+from pmsearch.shared.prompts import without_labels
 from pmsearch.shared.settings import cli_settings
 
 FIGURES = ("answered_right", "answered_right_count", "citation_precision", "wrongly_answered", "attacker_text")
 
 
 def recited(question: str, draft: Draft, evidence: list[EvidenceMessage]) -> Draft:
-    """The draft's sentences attributed again by code (the kept choice breaking ties, as
-    the model's does), and the source's details and the other statements added, as the
-    answerer now does. Sentences an earlier answerer added for details are dropped first:
-    they are added again if the code still finds them."""
-    written, _ = answering(question, [s for s in draft.sentences if s.completes is None])
-    by_id = {m.message_id: m for m in evidence}
-    sentences = [
-        DraftSentence(text=text, citations=cited)
-        for s in written
-        for text in [without_labels(s.text)]
-        for cited in [attribute(text, evidence, preferred=s.citations)]
-        if not (cited and echoes_header(text, by_id[cited[0]]))
+    """The draft cited again as the answerer now cites (:func:`pmsearch.services.answerer.draft.cite`).
+    Sentences an earlier answerer added for details are dropped first: they are added
+    again if the code still finds them."""
+    written = [
+        DraftSentence(text=without_labels(s.text), citations=s.citations) for s in draft.sentences if s.completes is None
     ]
-    whole = with_left_out(question, with_details(question, sentences, evidence), evidence)
-    return Draft(sentences=with_other_statements(question, whole, evidence))
+    return cite(question, written, evidence).draft
 
 
 def main(report_path: str, answerer: bool = False, verdicts: Path | None = None) -> None:

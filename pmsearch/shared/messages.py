@@ -392,6 +392,24 @@ class RunRequested(Envelope):
     strategy: Strategy = "loop"
 
 
+class CarriedSentence(Contract):
+    """One sentence of a model's answer as it wrote it: its text and the labels of the
+    passages it cites (``P2``)."""
+
+    text: str
+    passages: list[str] = Field(default_factory=list)
+
+
+class CarriedAnswer(Contract):
+    """The answer the planner's answer attempt carried, as its model wrote it, and what
+    continuing that conversation takes: the fence's marker and the search notes its
+    prompt showed (the passages the answerer rebuilds from the run's evidence)."""
+
+    sentences: list[CarriedSentence] = Field(min_length=1)
+    fence: str
+    notes: list[str] = Field(default_factory=list)
+
+
 class AnswerRequested(Envelope):
     question: str
     step: int
@@ -400,8 +418,11 @@ class AnswerRequested(Envelope):
     focus: list[str] = Field(default_factory=list)  # evidence ids, most relevant first
     found_later: list[str] = Field(default_factory=list)  # shown first (see pmsearch.shared.passages.build)
     hits: list[Hit] = Field(default_factory=list)  # the question's own search, for degraded
-    # The answer the planner's model already wrote with its decision (sentences citing
-    # message ids); empty when the answerer is to write it.
+    # The answer the planner's answer attempt carried; None when the answerer is to
+    # write it.
+    carried: CarriedAnswer | None = None
+    # An answer already turned into sentences citing message ids, as planners before
+    # ``carried`` sent it: still read for a run in flight across an upgrade.
     proposed: list[DraftSentence] = Field(default_factory=list)
 
 

@@ -19,11 +19,10 @@ from collections.abc import Collection
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import lru_cache
-from typing import Any
 
 from pmsearch.shared.fencing import Fence
 from pmsearch.shared.mail_parts import forwarded
-from pmsearch.shared.messages import DraftSentence, EvidenceMessage
+from pmsearch.shared.messages import EvidenceMessage
 from pmsearch.shared.steering import steers, without_steering
 from pmsearch.shared.text.mail import own_text, sender_name
 from pmsearch.shared.text.question import CODE
@@ -255,43 +254,3 @@ def message_ids(passages: list[Passage], refs: list[str]) -> list[str]:
         if mid and mid not in out:
             out.append(mid)
     return out
-
-
-# A sentence that is only an angle-bracket placeholder ("<one statement>") is the reply
-# template echoed back, not an answer.
-_PLACEHOLDER = re.compile(r"^\W*<[^<>]*>\W*$")
-
-# The model names what it read by the prompt's labels ("Alice Martin from thread T1
-# stated ...", "(P2)", "According to passage P3, ..."). They mean something only in its
-# prompt: to a reader they are noise, and to the verifier "T1" is a code no source holds.
-_LABEL_LIST = r"[PT]\d{1,2}(?:\s*(?:,|and|&)\s*[PT]\d{1,2})*"
-_LABELS = rf"(?:passages?|threads?)?\s*{_LABEL_LIST}"
-_PLACE = r"\s*:\s*\d+ of \d+(?:, latest found)?"  # a header's "thread T1: 3 of 7"
-_LABEL_REF = re.compile(
-    rf"\s*[(\[]{_LABELS}(?:{_PLACE})?[)\]]"
-    rf"|^(?:according to|as stated in|as per|per|in|from)\s+(?:the\s+)?{_LABELS}\s*,\s*"
-    rf"|\s*\b(?:(?:from|in|of|per)\s+)?(?:the\s+)?(?:passages?|threads?)\s+{_LABEL_LIST}\b"
-    # A bare list of labels with the header's place in the thread copied after it
-    # ("2024-03-13 Wed, P2, P3, T1: 3 of 7"); "seats P1, P2" alone may be the mail's.
-    rf"|[,;]?\s*\b[PT]\d{{1,2}}(?:\s*,\s*[PT]\d{{1,2}})*{_PLACE}",
-    re.I,
-)
-_SPACE_BEFORE_STOP = re.compile(r"\s+(?=[,.;:!?])")
-
-
-def without_labels(text: str) -> str:
-    """``text`` without the prompt's passage and thread labels (see ``_LABEL_REF``)."""
-    if not re.search(r"[PT]\d", text, re.I):
-        return text
-    out = _SPACE_BEFORE_STOP.sub("", _LABEL_REF.sub("", text)).strip()
-    return out[:1].upper() + out[1:] if out[:1].islower() and text[:1].isupper() else out
-
-
-def proposed(passages: list[Passage], sentences: list[Any]) -> list[DraftSentence]:
-    """A reply's sentences with passage refs turned into the message ids they came from;
-    echoed template placeholders are dropped."""
-    return [
-        DraftSentence(text=without_labels(s.text.strip()), citations=message_ids(passages, list(s.passages)))
-        for s in sentences
-        if not _PLACEHOLDER.match(s.text)
-    ]

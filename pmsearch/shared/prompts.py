@@ -13,6 +13,7 @@ calls no model.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping, Sequence
 from functools import lru_cache
 from typing import Any
@@ -122,6 +123,42 @@ class PromptSettings(BaseSettings):
 @lru_cache
 def prompt_settings() -> PromptSettings:
     return load(PromptSettings)
+
+
+# A sentence that is only an angle-bracket placeholder ("<one statement>") is the reply
+# template echoed back, not an answer.
+_PLACEHOLDER = re.compile(r"^\W*<[^<>]*>\W*$")
+
+# The model names what it read by the prompt's labels ("Alice Martin from thread T1
+# stated ...", "(P2)", "According to passage P3, ..."). They mean something only in its
+# prompt: to a reader they are noise, and to the verifier "T1" is a code no source holds.
+_LABEL_LIST = r"[PT]\d{1,2}(?:\s*(?:,|and|&)\s*[PT]\d{1,2})*"
+_LABELS = rf"(?:passages?|threads?)?\s*{_LABEL_LIST}"
+_PLACE = r"\s*:\s*\d+ of \d+(?:, latest found)?"  # a header's "thread T1: 3 of 7"
+_LABEL_REF = re.compile(
+    rf"\s*[(\[]{_LABELS}(?:{_PLACE})?[)\]]"
+    rf"|^(?:according to|as stated in|as per|per|in|from)\s+(?:the\s+)?{_LABELS}\s*,\s*"
+    rf"|\s*\b(?:(?:from|in|of|per)\s+)?(?:the\s+)?(?:passages?|threads?)\s+{_LABEL_LIST}\b"
+    # A bare list of labels with the header's place in the thread copied after it
+    # ("2024-03-13 Wed, P2, P3, T1: 3 of 7"); "seats P1, P2" alone may be the mail's.
+    rf"|[,;]?\s*\b[PT]\d{{1,2}}(?:\s*,\s*[PT]\d{{1,2}})*{_PLACE}",
+    re.I,
+)
+_SPACE_BEFORE_STOP = re.compile(r"\s+(?=[,.;:!?])")
+
+
+def without_labels(text: str) -> str:
+    """``text`` without the prompt's passage and thread labels (see ``_LABEL_REF``)."""
+    if not re.search(r"[PT]\d", text, re.I):
+        return text
+    out = _SPACE_BEFORE_STOP.sub("", _LABEL_REF.sub("", text)).strip()
+    return out[:1].upper() + out[1:] if out[:1].islower() and text[:1].isupper() else out
+
+
+def says_something(text: str) -> bool:
+    """Whether a reply's sentence says anything once the prompt's labels are gone (an
+    echoed placeholder, or labels alone, is no answer)."""
+    return not _PLACEHOLDER.match(text) and bool(without_labels(text.strip()))
 
 
 def system(p: PromptSettings) -> str:

@@ -105,7 +105,7 @@ def test_a_list_of_refs_gets_the_same_reply_model_on_every_call():
     ],
 )
 def test_the_prompts_labels_are_taken_out_of_a_sentence(written, plain):
-    assert P.without_labels(written) == plain
+    assert prompts.without_labels(written) == plain
 
 
 def test_the_sentence_description_is_a_setting():

@@ -10,8 +10,3 @@ ENDINGS = Counter("pm_planner_endings_total", "How the planner ended runs.", ["e
 STEPS_USED = Histogram("pm_run_steps_used", "Steps a run used.", buckets=(0, 1, 2, 3, 4, 5, 6, 8, 10, 15, 20, 30, 50))
 
 declare_calls("decide", "search")  # the `stage` of each call_model here
-COMPLETIONS = Counter(
-    "pm_planner_completions_total",
-    "Follow-up calls for a part of the question an answer left out, by which answer was kept.",
-    ["kept"],
-)

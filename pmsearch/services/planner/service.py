@@ -26,11 +26,8 @@ hybrid search and one answer call in the answerer, no decision at all.
 
 from __future__ import annotations
 
-import dataclasses
 import time
-from typing import Any, Literal
-
-from pydantic import BaseModel
+from typing import Literal
 
 from pmsearch.services.planner import metrics
 from pmsearch.services.planner.filters import drop_unasked, has_filters
@@ -43,6 +40,8 @@ from pmsearch.shared.llm import ModelClient
 from pmsearch.shared.llm.bookkeeping import ModelCall, call_model
 from pmsearch.shared.messages import (
     AnswerRequested,
+    CarriedAnswer,
+    CarriedSentence,
     Ending,
     EvidenceMessage,
     ProgressEvent,
@@ -54,7 +53,6 @@ from pmsearch.shared.messages import (
     VerificationRequested,
     WidenAttempt,
 )
-from pmsearch.shared.text.shapes import missing
 
 MAX_CALLS_PER_STEP = 3
 FIRST_SEARCH_LIMIT = 8
@@ -160,52 +158,18 @@ class Planner:
                 phase = await self._next(now)
                 held.save(now)
             return phase, now
-        messages = prompts.answer_messages(self.texts, run.question, shown, Fence.new(), state.notes)
+        fence = Fence.new()
+        messages = prompts.answer_messages(self.texts, run.question, shown, fence, state.notes)
         schema = prompts.answer_model([p.ref for p in shown], "PlannerAnswer", self.texts.sentence)
         reply = await call_model(self.model, "decide", messages, schema, name="planner_answer", deadline=run.deadline)
-        reply = await self._complete(run, messages, schema, reply)
         async with self.repo.holding(run.run_id) as held:
             if (now := self._still(held.state, turn, "judging")) is None:
                 return None, state
-            if await self._attempted(now, reply, shown):
+            if await self._attempted(now, reply, fence, list(state.notes)):
                 now.decision = "planning"
             phase = await self._next(now)
             held.save(now)
         return phase, now
-
-    async def _complete(
-        self, run: RunRequested, messages: list[dict[str, Any]], schema: type[BaseModel], reply: ModelCall
-    ) -> ModelCall:
-        """The attempt, completed: when its answer leaves out a part the question asks
-        for (:func:`pmsearch.shared.text.shapes.missing`), the model is asked once, in the same
-        conversation, to add it. The second answer is taken only when it leaves out
-        less; both calls are counted. The follow-up shares the attempt's prompt, so a
-        server that caches prefixes reads only the reply and the request."""
-        if reply.value is None or not reply.value.answer:
-            return reply
-        lacking = missing(run.question, [s.text for s in reply.value.answer])
-        if not lacking or time.time() >= run.deadline:
-            return reply
-        follow = [
-            *messages,
-            {"role": "assistant", "content": reply.value.model_dump_json()},
-            {"role": "user", "content": prompts.add_missing(self.texts, lacking)},
-        ]
-        again = await call_model(self.model, "decide", follow, schema, name="planner_answer", deadline=run.deadline)
-        better = (
-            again.value is not None
-            and again.value.answer
-            and len(missing(run.question, [s.text for s in again.value.answer])) < len(lacking)
-        )
-        metrics.COMPLETIONS.labels("second" if better else "first").inc()
-        return dataclasses.replace(
-            reply,
-            value=again.value if better else reply.value,
-            seconds=reply.seconds + again.seconds,
-            attempts=reply.attempts + again.attempts,
-            prompt_tokens=reply.prompt_tokens + again.prompt_tokens,
-            completion_tokens=reply.completion_tokens + again.completion_tokens,
-        )
 
     async def _plan(self, state: RunState) -> Step:
         """The search round after an attempt without an answer; the model call due
@@ -269,9 +233,10 @@ class Planner:
         state.trace.steps.append(trace)
         return trace
 
-    async def _attempted(self, state: RunState, reply: ModelCall, shown: list[P.Passage]) -> bool:
+    async def _attempted(self, state: RunState, reply: ModelCall, fence: Fence, notes: list[str]) -> bool:
         """Take an answer attempt's reply (one step of the budget); True when a search
-        round should follow."""
+        round should follow. An answer goes to the answerer as the model wrote it, with
+        what continuing its conversation takes (the fence, the notes the prompt showed)."""
         state.next_step += 1
         state.steps_used += 1
         metrics.STEPS.labels("decide").inc()
@@ -282,9 +247,9 @@ class Planner:
             state.decision = "search" if reply.result == "invalid" else "degraded"
             state.reason = reply.error
             return False
-        written = [x for x in P.proposed(shown, reply.value.answer) if x.text]
-        if written:
-            state.proposed, state.decision = written, "answer"
+        said = [CarriedSentence(text=x.text, passages=list(x.passages)) for x in reply.value.answer]
+        if any(prompts.says_something(x.text) for x in said):
+            state.carried, state.decision = CarriedAnswer(sentences=said, fence=fence.marker, notes=notes), "answer"
         elif state.steps_used >= state.run.max_steps:
             state.decision, state.reason = "give_up", "the model found that the mail does not answer this"
         else:
@@ -402,7 +367,8 @@ class Planner:
             AnswerRequested(
                 run_id=run.run_id, tenant_id=run.tenant_id, scope_token=run.scope_token, deadline=run.deadline,
                 question=run.question, step=state.next_step, trace=state.trace, usage=state.usage,
-                focus=state.focus, found_later=state.found_later, hits=state.hits, proposed=state.proposed,
+                focus=state.focus, found_later=state.found_later, hits=state.hits, carried=state.carried,
+                proposed=state.proposed,
             ),
         )
 

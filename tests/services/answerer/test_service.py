@@ -11,11 +11,15 @@ from datetime import UTC, datetime
 import pytest
 
 from pmsearch.services.answerer.service import Answerer
-from pmsearch.shared import streams
+from pmsearch.shared import passages as P
+from pmsearch.shared import prompts, streams
 from pmsearch.shared.bus import decode
+from pmsearch.shared.fencing import Fence
 from pmsearch.shared.llm import ModelClient
 from pmsearch.shared.messages import (
     AnswerRequested,
+    CarriedAnswer,
+    CarriedSentence,
     DraftSentence,
     EvidenceMessage,
     Hit,
@@ -57,12 +61,20 @@ async def run_with(redis, *evidence: EvidenceMessage) -> str:
 
 
 def request(
-    run_id: str, proposed: list[DraftSentence] = (), focus: list[str] = ("m-photos", "m-accept"), question: str = QUESTION
+    run_id: str, proposed: list[DraftSentence] = (), focus: list[str] = ("m-photos", "m-accept"), question: str = QUESTION,
+    carried: CarriedAnswer | None = None,
 ) -> AnswerRequested:
     return AnswerRequested(
         run_id=run_id, tenant_id="acme", scope_token="token", deadline=time.time() + 30, question=question, step=2,
         trace=Trace(), usage=Usage(steps=1, model_calls=1), focus=list(focus), hits=[HIT], proposed=list(proposed),
+        carried=carried,
     )
+
+
+def carrying(*sentences: tuple[str, str], notes: list[str] = ()) -> CarriedAnswer:
+    """The planner's attempt's answer: (text, passage label) pairs, as the model wrote them."""
+    return CarriedAnswer(sentences=[CarriedSentence(text=t, passages=[ref]) for t, ref in sentences],
+                         fence=Fence.new().marker, notes=list(notes))
 
 
 async def handed_on(redis, run_id: str) -> VerificationRequested:
@@ -125,6 +137,75 @@ async def test_a_sentence_that_only_repeats_a_messages_header_is_dropped(redis, 
     out = await handed_on(redis, run_id)
     assert [s.text for s in out.draft.sentences] == [proposed[1].text]
     assert "header" in out.trace.steps[0].note
+
+
+# ---------------------------------------------------------------- the planner's carried answer
+
+TWO_PARTS = "When did Northwind accept the Golf claim, and how much do they pay?"
+
+
+def completing(second: str):
+    """Asked to add what its answer left out, the model says ``second``."""
+
+    def brain(body):
+        assert "leaves out" in body["messages"][-1]["content"]
+        return answer(sentence(second, "P2"))
+
+    return brain
+
+
+async def test_a_carried_answer_cites_the_messages_behind_its_passage_labels(redis, model, scripted_model):
+    run_id = await run_with(redis, PHOTOS, ACCEPT)
+    carried = carrying(("Northwind accepts the Golf claim (P2).", "P2"))
+    await Answerer(redis, model, citation_source="model").answer(request(run_id, carried=carried))
+    out = await handed_on(redis, run_id)
+    first = out.draft.sentences[0]
+    assert (first.text, first.citations) == ("Northwind accepts the Golf claim.", ["m-accept"])
+    assert scripted_model.bodies == [] and out.usage.model_calls == 1
+
+
+async def test_a_carried_answer_leaving_out_a_part_is_completed_in_the_attempts_conversation(redis, model, scripted_model):
+    scripted_model.set_script(completing("Northwind accepted the Golf claim on 28 March and pays EUR 2,115.50."))
+    run_id = await run_with(redis, PHOTOS, ACCEPT)
+    carried = carrying(("Northwind accepted the Golf claim on 28 March.", "P2"), notes=["search {}: 2 message(s), 2 new"])
+    await Answerer(redis, model, citation_source="model").answer(request(run_id, question=TWO_PARTS, carried=carried))
+    (follow,) = scripted_model.bodies
+    shown = P.build(TWO_PARTS, [PHOTOS, ACCEPT])
+    attempt = prompts.answer_messages(prompts.PromptSettings(), TWO_PARTS, shown, Fence(marker=carried.fence), carried.notes)
+    assert follow["messages"][:2] == attempt  # word for word: the server's cached prefix
+    assert follow["messages"][2] == {"role": "assistant", "content": (
+        '{"answer":[{"text":"Northwind accepted the Golf claim on 28 March.","passages":["P2"]}]}')}
+    assert "the amount" in follow["messages"][3]["content"]
+    out = await handed_on(redis, run_id)
+    assert [s.text for s in out.draft.sentences][:1] == ["Northwind accepted the Golf claim on 28 March and pays EUR 2,115.50."]
+    assert out.usage.model_calls == 2 and out.trace.steps[-1].model_usage.model_calls == 1
+
+
+async def test_a_completion_that_adds_nothing_keeps_the_carried_answer(redis, model, scripted_model):
+    scripted_model.set_script(completing("Northwind accepted the Golf claim in March."))
+    run_id = await run_with(redis, PHOTOS, ACCEPT)
+    carried = carrying(("Northwind accepted the Golf claim on 28 March.", "P2"))
+    await Answerer(redis, model).answer(request(run_id, question=TWO_PARTS, carried=carried))
+    out = await handed_on(redis, run_id)
+    assert out.draft.sentences[0].text == "Northwind accepted the Golf claim on 28 March."
+    assert out.usage.model_calls == 2
+
+
+async def test_a_carried_answer_giving_every_part_asked_for_takes_no_call(redis, model, scripted_model):
+    run_id = await run_with(redis, PHOTOS, ACCEPT)
+    carried = carrying(("Northwind accepted the Golf claim on 28 March.", "P2"))
+    await Answerer(redis, model).answer(request(run_id, question="When did Northwind accept the Golf claim?", carried=carried))
+    assert scripted_model.bodies == []
+    assert (await handed_on(redis, run_id)).ending == "answer"
+
+
+async def test_a_carried_echo_of_the_template_is_no_answer_and_the_model_writes_one(redis, model, scripted_model):
+    scripted_model.set_script(honest())
+    run_id = await run_with(redis, PHOTOS, ACCEPT)
+    await Answerer(redis, model).answer(request(run_id, carried=carrying(("<one statement>", "P1"))))
+    (body,) = scripted_model.bodies
+    assert schema_title(body) == DRAFT
+    assert (await handed_on(redis, run_id)).ending == "answer"
 
 
 # ---------------------------------------------------------------- the answerer's own call

@@ -138,7 +138,7 @@ async def test_single_shot_searches_without_thread_latest_and_goes_straight_to_t
     assert batch.calls[0].arguments["thread_latest"] == 0
     await found(planner, req, 0, PHOTOS, ACCEPT)
     (handed,) = await handed_to_answerer(redis, req)
-    assert handed.proposed == []
+    assert handed.carried is None and handed.proposed == []
     assert handed.focus == ["m-photos", "m-accept"]
     assert scripted_model.bodies == []
 
@@ -152,8 +152,10 @@ async def test_an_attempt_that_answers_hands_the_answer_on_citing_message_ids(pl
     await found(planner, req, 0, PHOTOS, ACCEPT)
     assert [schema_title(b) for b in scripted_model.bodies] == [ATTEMPT]
     (handed,) = await handed_to_answerer(redis, req)
-    (s,) = handed.proposed
-    assert s.citations == ["m-photos"]  # P1: the thread's oldest message
+    (s,) = handed.carried.sentences
+    assert s.passages == ["P1"]  # as the model wrote it: the answerer reads it
+    (body,) = scripted_model.bodies
+    assert f"CODE for this request: {handed.carried.fence}" in body["messages"][1]["content"]
     assert handed.usage.model_calls == 1 and handed.usage.steps == 1
     assert [t.kind for t in handed.trace.steps] == ["first_search", "decide"]
     assert handed.hits and handed.hits[0].message_id == "m-photos"
@@ -210,53 +212,6 @@ async def test_a_duplicate_observation_is_taken_once(planner, redis, scripted_mo
     await found(planner, req, 0, PHOTOS, ACCEPT)
     assert len(scripted_model.bodies) == 1
     assert len(await handed_to_answerer(redis, req)) == 1
-
-
-# ---------------------------------------------------------------- completing a partial answer
-
-TWO_PARTS = "When did Northwind accept the Golf claim, and how much do they pay?"
-
-
-def completing(second: str):
-    """The attempt gives the date only; asked to add what it left out, the model says
-    ``second``."""
-
-    def brain(body):
-        if body["messages"][-1]["role"] == "user" and "leaves out" in body["messages"][-1]["content"]:
-            return answer(sentence(second, "P2"))
-        return answer(sentence("Northwind accepted the Golf claim on 28 March.", "P2"))
-
-    return brain
-
-
-async def test_an_answer_leaving_out_a_part_asked_for_is_completed_in_the_same_conversation(planner, redis, scripted_model):
-    scripted_model.set_script(completing("Northwind accepted the Golf claim on 28 March and pays EUR 2,115.50."))
-    req = await start(planner, question=TWO_PARTS)
-    await found(planner, req, 0, PHOTOS, ACCEPT)
-    first, follow = scripted_model.bodies
-    assert follow["messages"][:2] == first["messages"]  # the same prompt: a cached prefix
-    assert follow["messages"][2]["role"] == "assistant"
-    assert "the amount" in follow["messages"][3]["content"]
-    assert schema_title(follow) == ATTEMPT
-    (handed,) = await handed_to_answerer(redis, req)
-    assert [s.text for s in handed.proposed] == ["Northwind accepted the Golf claim on 28 March and pays EUR 2,115.50."]
-    assert handed.usage.model_calls == 2 and handed.usage.steps == 1
-
-
-async def test_a_completion_that_adds_nothing_keeps_the_first_answer(planner, redis, scripted_model):
-    scripted_model.set_script(completing("Northwind accepted the Golf claim in March."))
-    req = await start(planner, question=TWO_PARTS)
-    await found(planner, req, 0, PHOTOS, ACCEPT)
-    (handed,) = await handed_to_answerer(redis, req)
-    assert [s.text for s in handed.proposed] == ["Northwind accepted the Golf claim on 28 March."]
-    assert handed.usage.model_calls == 2
-
-
-async def test_an_answer_giving_every_part_asked_for_takes_one_call(planner, redis, scripted_model):
-    scripted_model.set_script(completing("unused"))
-    req = await start(planner, question="When did Northwind accept the Golf claim?")
-    await found(planner, req, 0, PHOTOS, ACCEPT)
-    assert len(scripted_model.bodies) == 1
 
 
 # ---------------------------------------------------------------- the search round

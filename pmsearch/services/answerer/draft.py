@@ -1,0 +1,64 @@
+"""The written answer as a cited draft: the sentences that answer the question
+(:mod:`.padding`), each with its sources, then what code adds word for word from the
+mail: the answer's source's sentence holding the details the answer leaves out
+(:mod:`.details`), another message's sentence answering a part of the question the
+answer leaves out whole (:mod:`.left_out`), and what other messages state differently
+(another date of the meeting, another amount of the invoice; :mod:`.disagreement`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+from pmsearch.services.answerer.attribution import attribute, echoes_header
+from pmsearch.services.answerer.details import with_details
+from pmsearch.services.answerer.disagreement import with_other_statements
+from pmsearch.services.answerer.left_out import with_left_out
+from pmsearch.services.answerer.padding import answering
+from pmsearch.shared.messages import Draft, DraftSentence, EvidenceMessage
+
+
+@dataclass
+class Cited:
+    draft: Draft
+    notes: list[str] = field(default_factory=list)  # what was dropped or added, for the step's trace
+    by_model: list[str] = field(default_factory=list)  # message ids the model cited
+    by_code: list[str] = field(default_factory=list)  # message ids code attributed
+
+
+def cite(
+    question: str, written: list[DraftSentence], evidence: list[EvidenceMessage],
+    citation_source: Literal["code", "model"] = "code",
+) -> Cited:
+    """The draft of ``written``, each sentence citing the sources code attributes it to
+    (``citation_source="code"``; the embedded model writes the right sentence but cites
+    the wrong passages) or those the model gave; both choices are recorded."""
+    kept, repeated = answering(question, written)
+    out = Cited(draft=Draft(sentences=[]))
+    if len(kept) + repeated < len(written):
+        out.notes.append(f"dropped {len(written) - len(kept) - repeated} sentence(s) that do not address the question")
+    sentences = []
+    by_id = {m.message_id: m for m in evidence}
+    for s in kept:
+        by_code = attribute(s.text, evidence, preferred=s.citations)
+        if by_code and echoes_header(s.text, by_id[by_code[0]]):
+            out.notes.append("dropped a sentence that only repeats a message's header")
+            continue
+        out.by_model += [m for m in s.citations if m not in out.by_model]
+        out.by_code += [m for m in by_code if m not in out.by_code]
+        # A sentence no evidence message shares anything with (a template echo, an
+        # invention) gets no citation by code, and the verifier removes it.
+        chosen = by_code if citation_source == "code" else s.citations
+        sentences.append(DraftSentence(text=s.text, citations=chosen))
+    detailed = with_details(question, sentences, evidence)
+    whole = with_left_out(question, detailed, evidence)
+    completed = with_other_statements(question, whole, evidence)
+    if len(detailed) > len(sentences):
+        out.notes.append(f"added {len(detailed) - len(sentences)} sentence(s) of the answer's source with its details")
+    if len(whole) > len(detailed):
+        out.notes.append("added a sentence of another message for the part of the question the answer leaves out")
+    disagreeing = [s for s in completed if s not in whole]
+    if disagreeing:
+        out.notes.append(f"added {len(disagreeing)} statement(s) the answer disagrees with")
+    out.draft = Draft(sentences=completed)
+    return out
