@@ -6,20 +6,15 @@ tests build it against their own Redis and model server.
 
 from __future__ import annotations
 
-import logging
-
 from pmsearch.services.answerer.service import Answerer
 from pmsearch.shared import streams
-from pmsearch.shared.bus import connect
 from pmsearch.shared.health import serve
 from pmsearch.shared.llm import ModelClient
-from pmsearch.shared.llm.health import model_check
+from pmsearch.shared.llm.stage import model_stage
 from pmsearch.shared.messages import AnswerRequested
 from pmsearch.shared.settings import AnswererSettings, answerer_settings
 from pmsearch.shared.telemetry import setup_logging
 from pmsearch.shared.worker import Delivery, Policy, Worker
-
-log = logging.getLogger("pmsearch.answerer")
 
 
 def build_app(
@@ -31,9 +26,8 @@ def build_app(
 ) -> Worker:
     """The answerer's worker; connects as the answerer's own Redis user."""
     settings = settings or answerer_settings()
-    worker = Worker(settings, consumer=consumer, policy=policy)
-    redis = connect(settings)
-    model = model or ModelClient(settings)
+    stage = model_stage("answerer", settings, consumer=consumer, policy=policy, model=model)
+    worker, redis, model = stage.worker, stage.redis, stage.model
     answerer = Answerer(redis, model, settings.citation_source)
 
     async def on_answer(req: AnswerRequested, delivery: Delivery) -> None:
@@ -45,14 +39,6 @@ def build_app(
         streams.ANSWERS, AnswerRequested, on_answer, concurrency=settings.worker_concurrency, skip_late=False,
         on_dead_letter=answerer.give_up,
     )
-
-    async def ready() -> None:
-        log.info("answerer ready")
-
-    worker.on_start(ready)
-    worker.check_ready("model", model_check(settings))
-    worker.on_stop(model.aclose)
-    worker.on_stop(redis.aclose)
     return worker
 
 

@@ -6,21 +6,16 @@ tests build it against their own Redis and model server.
 
 from __future__ import annotations
 
-import logging
-
 from pmsearch.services.planner.repository import PlannerRepository
 from pmsearch.services.planner.service import Planner
 from pmsearch.shared import streams
-from pmsearch.shared.bus import connect
 from pmsearch.shared.health import serve
 from pmsearch.shared.llm import ModelClient
-from pmsearch.shared.llm.health import model_check
+from pmsearch.shared.llm.stage import model_stage
 from pmsearch.shared.messages import RunRequested, ToolBatchCompleted
 from pmsearch.shared.settings import PlannerSettings, planner_settings
 from pmsearch.shared.telemetry import setup_logging
 from pmsearch.shared.worker import Delivery, Policy, Worker
-
-log = logging.getLogger("pmsearch.planner")
 
 
 def build_app(
@@ -32,9 +27,8 @@ def build_app(
 ) -> Worker:
     """The planner's worker; connects as the planner's own Redis user."""
     settings = settings or planner_settings()
-    worker = Worker(settings, consumer=consumer, policy=policy)
-    redis = connect(settings)
-    model = model or ModelClient(settings)
+    stage = model_stage("planner", settings, consumer=consumer, policy=policy, model=model)
+    worker, redis, model = stage.worker, stage.redis, stage.model
     planner = Planner(PlannerRepository(redis), model)
 
     async def on_run(req: RunRequested, delivery: Delivery) -> None:
@@ -51,14 +45,6 @@ def build_app(
         streams.OBSERVATIONS, ToolBatchCompleted, on_observation,
         concurrency=settings.worker_concurrency, skip_late=False,
     )
-
-    async def ready() -> None:
-        log.info("planner ready")
-
-    worker.on_start(ready)
-    worker.check_ready("model", model_check(settings))
-    worker.on_stop(model.aclose)
-    worker.on_stop(redis.aclose)
     return worker
 
 

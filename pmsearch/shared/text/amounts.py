@@ -22,7 +22,7 @@ from __future__ import annotations
 import re
 from decimal import Decimal, InvalidOperation
 
-from pmsearch.shared.text.figures import Figure, Key, number_readings
+from pmsearch.shared.text.figures import NUMBER, Figure, Key, number_readings
 
 _SIGNS = {"€": "eur", "$": "usd", "£": "gbp", "¥": "jpy"}
 _WORDS = {"euro": "eur", "euros": "eur", "dollar": "usd", "dollars": "usd"}
@@ -35,9 +35,8 @@ _SCALES = {"thousand": 3, "thousands": 3, "million": 6, "millions": 6, "mio": 6,
 _SHORT_SCALES = {"k": 3, "m": 6}
 _SCALE = r"thousands?|millions?|mio|mn|billions?|bn|k|m"
 
-_NUMBER = r"\d+(?:[.,']\d+)*"
 _AMOUNT = re.compile(
-    rf"(?:(?P<before>{_CURRENCY}) ?)?(?<!\w)(?<!\d[.,'])(?P<number>{_NUMBER})(?![\w.,']?\d)"
+    rf"(?:(?P<before>{_CURRENCY}) ?)?(?<!\w)(?<!\d[.,'])(?P<number>{NUMBER})(?![\w.,']?\d)"
     rf"(?: ?(?P<scale>{_SCALE})\b)?(?: ?(?P<after>{_CURRENCY}))?"
 )
 _BEFORE = re.compile(rf"(?:{_CURRENCY}) ?\Z")

@@ -122,7 +122,9 @@ _LETTER_LED = (
 )
 _SCAN = re.compile(rf"(?<![\w:])(?:(?=\d)(?:{_DIGIT_LED})|(?=[^\W\d_])(?:{_LETTER_LED}))")
 _TOKEN = re.compile(rf"(?<!\w)(?:{_TOKEN_DIGIT}|{_TOKEN_LETTER})")
-_NUMBER = re.compile(r"\d+(?:[.,']\d+)*")
+# A number as mail writes one, its groups apart by ".", "," or "'" (2,115.50; 1'200).
+NUMBER = r"\d+(?:[.,']\d+)*"
+_NUMBER = re.compile(NUMBER)
 _NUMBER_UNIT = re.compile(r"(\d+(?:[.,]\d+)?)([^\W\d_]+)")
 # A length of time joined to its unit: "24-month", "3-day", "2-hour".
 _COUNTED = re.compile(r"(\d{1,4})-(?:day|week|month|year|hour|minute|night)s?")

@@ -263,13 +263,10 @@ class EdgeIndex:
         dense: Sequence[float] | None,
         limit: int,
     ) -> list[ScoredChunk]:
-        cond = layout.conditions(flt)
-        if cond.impossible or limit <= 0:
+        if (cond := layout.query_conditions(flt, mode, dense, limit)) is None:
             return []
         where = edge_filter(cond)
         sparse = bm25.query_vector(text) if mode != "semantic" else ([], [])
-        if mode != "keyword" and dense is None:
-            raise ValueError(f"{mode} query needs a dense vector")
         idf = _NO_CORPUS
         if (counts := self._idf) is not None:
             weights = counts.weights(flt.tenant_id, flt.mailboxes, sparse[0])

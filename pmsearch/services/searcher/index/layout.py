@@ -153,6 +153,18 @@ def idf_corpus(flt: IndexFilter) -> Conditions:
     return conditions(IndexFilter(tenant_id=flt.tenant_id, mailboxes=flt.mailboxes))
 
 
+def query_conditions(flt: IndexFilter, mode: str, dense: object | None, limit: int) -> Conditions | None:
+    """The conditions of one query, the same guard for every adapter: None when it can
+    match nothing (an empty narrowing, no limit), ValueError when a semantic or hybrid
+    query comes without its dense vector."""
+    cond = conditions(flt)
+    if cond.impossible or limit <= 0:
+        return None
+    if mode != "keyword" and dense is None:
+        raise ValueError(f"{mode} query needs a dense vector")
+    return cond
+
+
 def conditions(flt: IndexFilter) -> Conditions:
     """Every condition of ``flt``, and never a quarantined point."""
     must: list[Condition] = [Match(TENANT_FIELD, flt.tenant_id), AnyOf("mailboxes", flt.mailboxes)]

@@ -182,11 +182,8 @@ class ServerIndex:
         dense: Sequence[float] | None,
         limit: int,
     ) -> list[ScoredChunk]:
-        cond = layout.conditions(flt)
-        if cond.impossible or limit <= 0:
+        if (cond := layout.query_conditions(flt, mode, dense, limit)) is None:
             return []
-        if mode != "keyword" and dense is None:
-            raise ValueError(f"{mode} query needs a dense vector")
         where = _filter(cond)
         indices, values = bm25.query_vector(text) if mode != "semantic" else ([], [])
         sparse = models.SparseVector(indices=indices, values=values)
