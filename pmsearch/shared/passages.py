@@ -29,10 +29,9 @@ from pmsearch.shared.text.question import CODE
 from pmsearch.shared.text.words import prefix_stems
 from pmsearch.shared.textcache import cached_text
 
-# Measured with evals/passage_view.py on the 110 answerable questions: 5 passages of
-# 400 characters showed every key fact for 97 in 1,706 characters on average; 3 of 500
-# show them for 99 in 1,124 (an invoice's total sits past a 400-character cut). Fewer,
-# longer passages: fewer distractors for a small model and a third less to read.
+# Fewer, longer passages: fewer distractors for a small model and less to read, while
+# every key fact still shows (an invoice's total sits past a shorter cut); measured with
+# evals/passage_view.py (docs/design.md, "What the model reads").
 PASSAGE_CHARS = 500
 BUDGET_CHARS = 2800  # ~800 tokens of mail, headers included
 MAX_PASSAGES = 3
@@ -164,10 +163,10 @@ def _by_relevance(
     """``first`` (what a search round found), then the rest, each by the question's
     words in a message's best piece and subject; search order on ties.
 
-    Hybrid search ranks whole messages; the passages show one piece of each. Measured on
-    the labelled set, search order left every supporting message out of the passages for
-    24 of 110 answerable questions, this order for 3 (at five passages). A
-    search round's finds go first whatever their words: the model asked for them.
+    Hybrid search ranks whole messages; the passages show one piece of each, and in
+    search order the supporting message often fell outside them, where the question's
+    words in the piece itself keep it in (evals/passage_view.py). A search round's finds
+    go first whatever their words: the model asked for them.
     """
 
     def key(m: EvidenceMessage) -> tuple[bool, int]:

@@ -53,8 +53,8 @@ def off_topic(
     most of them (and at least two): the sentence took its subject from the question
     and its facts from a message about something else ("the team offsite costs EUR 685
     per weekly run", cited to a freight quote). A word may come from any message of a
-    cited thread. Calibrated on the labelled set: on the 2026-11-30 drafts it removed
-    two answers to questions that must not be answered and no right one."""
+    cited thread. Kept because on recorded drafts it removed answers to questions that
+    must not be answered and no right one (evals/rule_counts.py, docs/evaluation.md)."""
     repeated = [(w, st) for w, st in content if st in question.words]
     if len(repeated) < 2:
         return None
