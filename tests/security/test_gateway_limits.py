@@ -14,89 +14,20 @@ import asyncio
 import contextlib
 import json
 import socket
-import threading
 import time
 import uuid
 
 import httpx
 import pytest
-import uvicorn
 from redis import asyncio as aioredis
 
-from pmsearch.services.gateway.app import create_app
+from pmsearch.cli.stack import free_port
 from pmsearch.services.gateway.errors import TooManyStreams
 from pmsearch.services.gateway.limits import KeyLimits
-from pmsearch.shared.settings import GatewaySettings
+from tests.fixtures.gateway import RATE, Gateway
 
 PROBLEM = "application/problem+json"
 MB = 1024 * 1024
-RATE = 3
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-class Gateway:
-    """One gateway replica, served by uvicorn in a thread of this process."""
-
-    def __init__(self, acl_redis, **overrides) -> None:
-        self.admin_token = acl_redis.secrets.admin_token
-        settings = GatewaySettings(
-            redis_url=acl_redis.redis_url,
-            redis_username="gateway",
-            redis_password=acl_redis.secrets.passwords["gateway"],
-            scope_key=acl_redis.secrets.scope_key,
-            admin_token=self.admin_token,
-            search_timeout_seconds=0.2,
-            ingest_timeout_seconds=0.2,
-            search_rate_per_minute=RATE,
-            max_streams_per_key=1,
-            default_max_seconds=30.0,
-            **overrides,
-        )
-        self.port = _free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        config = uvicorn.Config(create_app(settings), host="127.0.0.1", port=self.port, log_level="warning",
-                                timeout_graceful_shutdown=2)
-        self.server = uvicorn.Server(config)
-        self.thread = threading.Thread(target=self.server.run, daemon=True)
-        self.http = httpx.Client(base_url=self.url, timeout=30)
-
-    def __enter__(self) -> Gateway:
-        self.thread.start()
-        deadline = time.monotonic() + 30
-        while not self.server.started:
-            assert time.monotonic() < deadline, "gateway did not start"
-            time.sleep(0.02)
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.http.close()
-        self.server.should_exit = True
-        self.thread.join(timeout=10)
-
-    def new_key(self, tenant: str = "acme") -> str:
-        body = {"tenant_id": tenant, "principal": f"p-{uuid.uuid4().hex[:8]}", "mailboxes": ["alice"],
-                "permissions": ["search", "search:agentic"]}
-        resp = self.http.post("/v1/admin/keys", json=body, headers={"Authorization": f"Bearer {self.admin_token}"})
-        assert resp.status_code == 201, resp.text
-        return resp.json()["key"]
-
-    def search(self, key: str, **body) -> httpx.Response:
-        return self.http.post("/v1/search", json={"query": "invoice", "mode": "keyword", **body},
-                              headers={"Authorization": f"Bearer {key}"})
-
-    @contextlib.contextmanager
-    def agentic_stream(self, key: str):
-        """An agentic run streamed as SSE, held open until the block ends."""
-        with self.http.stream(
-            "POST", "/v1/search", json={"query": "did the insurer pay?", "mode": "agentic"},
-            headers={"Authorization": f"Bearer {key}", "Accept": "text/event-stream"},
-        ) as resp:
-            yield resp
 
 
 @pytest.fixture(scope="module")
@@ -337,7 +268,7 @@ def test_the_public_port_serves_the_asyncapi_document_and_readiness_details_only
 
 
 def test_with_an_operator_port_the_public_port_serves_no_operator_surface(acl_redis):
-    port = _free_port()
+    port = free_port()
     with Gateway(acl_redis, metrics_port=port) as gw:
         for path in ("/metrics", "/asyncapi", "/asyncapi.yaml"):
             _is_problem(gw.http.get(path), 404, "not_found")
