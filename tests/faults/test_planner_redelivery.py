@@ -171,7 +171,7 @@ async def test_a_planner_that_dies_mid_transition_still_ends_the_run_once(planne
     ended = await published(redis, streams.DRAFTS_FROM_PLANNER, VerificationRequested, req.run_id)
     assert (len(handed), len(ended)) == (1, 0), f"{where}: {len(handed)} answers, {[e.ending for e in ended]} endings"
     (answer,) = handed
-    assert answer.proposed and answer.focus[:1] == ["m-accept"]  # the search round's find first
+    assert answer.carried and answer.focus[:1] == ["m-accept"]  # the search round's find first
     assert answer.usage.steps == 2
     assert (await planner.repo.load(req.run_id)).decision == "done"
 
@@ -275,7 +275,7 @@ def test_a_planner_killed_during_its_answer_attempt_is_taken_over_and_the_run_an
         time.sleep(1.5)  # nothing more comes
         assert len(admin.xrange(streams.ANSWERS)) == len(handed) == 1
         answer = decode(handed[0][1], AnswerRequested)
-        assert answer.run_id == req.run_id and answer.proposed and answer.usage.steps == 1
+        assert answer.run_id == req.run_id and answer.carried and answer.usage.steps == 1
         assert len(scripted_model.bodies) == 2
     finally:
         for proc in planners:

@@ -235,7 +235,7 @@ def test_a_flushed_redis_does_not_stop_a_stage(procs, admin, url, stage):
     stream, message = STAGES[stage]
     admin.flushall()
     env = {"PM_REDIS_URL": url, "PM_MODEL_BASE_URL": "http://127.0.0.1:9/v1", "PM_WORKER_CONCURRENCY": "4"}
-    proc = procs.start(["-m", f"services.{stage}.worker"], env)
+    proc = procs.start(["-m", f"pmsearch.services.{stage}.worker"], env)
     wait_until(lambda: admin.exists(stream) and admin.xinfo_groups(stream), 60, f"the {stage}'s group")
     wait_until(message(admin), 20, f"the {stage} handling a message")
 
