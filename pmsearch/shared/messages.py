@@ -406,6 +406,9 @@ class CarriedAnswer(Contract):
     prompt showed (the passages the answerer rebuilds from the run's evidence)."""
 
     sentences: list[CarriedSentence] = Field(min_length=1)
+    # Each passage label shown to the message it stood for, so the answerer reads the
+    # labels without building the passages again (it does only to continue the talk).
+    labels: dict[str, str] = Field(default_factory=dict)
     fence: str
     notes: list[str] = Field(default_factory=list)
 

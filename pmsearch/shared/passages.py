@@ -244,9 +244,13 @@ def thread_ids(passages: list[Passage]) -> dict[str, str]:
     return {p.thread_ref: p.thread_id for p in passages}
 
 
-def message_ids(passages: list[Passage], refs: list[str]) -> list[str]:
-    """The messages behind ``refs``, first mention first, unknown refs dropped."""
-    by_ref = {p.ref: p.message_id for p in passages}
+def labels(passages: list[Passage]) -> dict[str, str]:
+    """Passage refs ("P1", ...) as shown, to the messages they stand for."""
+    return {p.ref: p.message_id for p in passages}
+
+
+def message_ids(by_ref: dict[str, str], refs: list[str]) -> list[str]:
+    """The messages behind ``refs`` (by :func:`labels`), first mention first, unknown refs dropped."""
     out: list[str] = []
     for ref in refs:
         mid = by_ref.get(ref)

@@ -139,7 +139,7 @@ def test_no_evidence_renders_as_such():
 
 def test_refs_map_back_to_message_ids_first_mention_first_unknown_dropped():
     shown = P.build(QUESTION, [msg("m1", "Photos sent for the claim.", day=1), msg("m2", "Claim accepted by the insurer.", day=2)])
-    assert P.message_ids(shown, ["P2", "P1", "P9", "P2"]) == ["m2", "m1"]
+    assert P.message_ids(P.labels(shown), ["P2", "P1", "P9", "P2"]) == ["m2", "m1"]
 
 
 def test_thread_refs_map_back_to_thread_ids():

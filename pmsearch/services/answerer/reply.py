@@ -15,11 +15,12 @@ from pmsearch.shared.passages import Passage, message_ids
 from pmsearch.shared.text.shapes import missing
 
 
-def written(shown: list[Passage], sentences: list[Any]) -> list[DraftSentence]:
+def written(labels: dict[str, str], sentences: list[Any]) -> list[DraftSentence]:
     """The reply's sentences that say something, without the prompt's labels, each
-    citing the messages behind the passages it names (an echoed placeholder is dropped)."""
+    citing the messages behind the passages it names (``labels``: each label shown to
+    its message; an echoed placeholder is dropped)."""
     return [
-        DraftSentence(text=prompts.without_labels(s.text.strip()), citations=message_ids(shown, list(s.passages)))
+        DraftSentence(text=prompts.without_labels(s.text.strip()), citations=message_ids(labels, list(s.passages)))
         for s in sentences
         if prompts.says_something(s.text)
     ]

@@ -34,6 +34,7 @@ from pmsearch.shared.messages import (
     Draft,
     DraftSentence,
     Ending,
+    EvidenceMessage,
     StepTrace,
     Trace,
     Usage,
@@ -61,8 +62,7 @@ class Answerer:
         reason: str | None = None
         sentences = list(req.proposed)
         if req.carried is not None and evidence:
-            shown = P.build(req.question, evidence, first=req.found_later)
-            sentences = await self._completed(req, shown, written(shown, req.carried.sentences), step)
+            sentences = await self._completed(req, evidence, written(req.carried.labels, req.carried.sentences), step)
         if not sentences and not evidence:
             ending, reason = "insufficient_evidence", "nothing was found to answer from"
         elif not sentences and time.time() >= req.deadline:
@@ -76,7 +76,7 @@ class Answerer:
             )
             _count(step, reply)
             if reply.value is not None:
-                sentences = written(shown, reply.value.answer)
+                sentences = written(P.labels(shown), reply.value.answer)
                 if not sentences:
                     ending, reason = "insufficient_evidence", "the model found that the mail does not answer this"
             elif reply.result == "invalid":
@@ -101,21 +101,22 @@ class Answerer:
         await self._publish(req, ending, reason, draft=draft, trace=trace, usage=usage)
 
     async def _completed(
-        self, req: AnswerRequested, shown: list[P.Passage], first: list[DraftSentence], step: StepTrace
+        self, req: AnswerRequested, evidence: list[EvidenceMessage], first: list[DraftSentence], step: StepTrace
     ) -> list[DraftSentence]:
         """The carried answer, completed: when it leaves out a part the question asks
-        for, the model is asked once to add it, and the second answer is kept only when
-        it leaves out less (both calls are counted)."""
+        for, the model is asked once to add it, over the passages the attempt showed, and
+        the second answer is kept only when it leaves out less (both calls are counted)."""
         lacking = left_out(req.question, first)
         if not lacking or time.time() >= req.deadline:
             return first
+        shown = P.build(req.question, evidence, first=req.found_later)
         schema = prompts.answer_model([p.ref for p in shown], "PlannerAnswer", self.texts.sentence)
         messages = follow_up(self.texts, req.question, shown, req.carried, schema, lacking)
         if messages is None:
             return first
         again = await call_model(self.model, "answer", messages, schema, name="planner_answer", deadline=req.deadline)
         _count(step, again)
-        second = written(shown, again.value.answer) if again.value is not None else []
+        second = written(P.labels(shown), again.value.answer) if again.value is not None else []
         better = leaves_out_less(req.question, first, second)
         metrics.COMPLETIONS.labels("second" if better else "first").inc()
         return second if better else first

@@ -165,7 +165,7 @@ class Planner:
         async with self.repo.holding(run.run_id) as held:
             if (now := self._still(held.state, turn, "judging")) is None:
                 return None, state
-            if await self._attempted(now, reply, fence, list(state.notes)):
+            if await self._attempted(now, reply, P.labels(shown), fence, list(state.notes)):
                 now.decision = "planning"
             phase = await self._next(now)
             held.save(now)
@@ -233,7 +233,9 @@ class Planner:
         state.trace.steps.append(trace)
         return trace
 
-    async def _attempted(self, state: RunState, reply: ModelCall, fence: Fence, notes: list[str]) -> bool:
+    async def _attempted(
+        self, state: RunState, reply: ModelCall, labels: dict[str, str], fence: Fence, notes: list[str]
+    ) -> bool:
         """Take an answer attempt's reply (one step of the budget); True when a search
         round should follow. An answer goes to the answerer as the model wrote it, with
         what continuing its conversation takes (the fence, the notes the prompt showed)."""
@@ -249,7 +251,8 @@ class Planner:
             return False
         said = [CarriedSentence(text=x.text, passages=list(x.passages)) for x in reply.value.answer]
         if any(prompts.says_something(x.text) for x in said):
-            state.carried, state.decision = CarriedAnswer(sentences=said, fence=fence.marker, notes=notes), "answer"
+            carried = CarriedAnswer(sentences=said, labels=labels, fence=fence.marker, notes=notes)
+            state.carried, state.decision = carried, "answer"
         elif state.steps_used >= state.run.max_steps:
             state.decision, state.reason = "give_up", "the model found that the mail does not answer this"
         else:

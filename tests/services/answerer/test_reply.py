@@ -25,13 +25,13 @@ SCHEMA = prompts.answer_model([p.ref for p in SHOWN], "PlannerAnswer")
 
 def test_sentences_cite_the_messages_behind_their_labels_without_the_labels():
     Sentence = prompts.sentence_model([p.ref for p in SHOWN])
-    (draft,) = written(SHOWN, [Sentence(text="  The insurer accepted the Golf claim (P2).  ", passages=["P2"])])
+    (draft,) = written(P.labels(SHOWN), [Sentence(text="  The insurer accepted the Golf claim (P2).  ", passages=["P2"])])
     assert (draft.text, draft.citations) == ("The insurer accepted the Golf claim.", ["m2"])
 
 
 def test_an_echoed_placeholder_or_a_bare_label_is_no_sentence():
     said = [CarriedSentence(text="<one statement>", passages=["P1"]), CarriedSentence(text="(P1)", passages=["P1"])]
-    assert written(SHOWN, said) == []
+    assert written(P.labels(SHOWN), said) == []
 
 
 def test_the_follow_up_continues_the_attempt_word_for_word_and_asks_for_what_is_left_out():

@@ -74,7 +74,7 @@ def request(
 def carrying(*sentences: tuple[str, str], notes: list[str] = ()) -> CarriedAnswer:
     """The planner's attempt's answer: (text, passage label) pairs, as the model wrote them."""
     return CarriedAnswer(sentences=[CarriedSentence(text=t, passages=[ref]) for t, ref in sentences],
-                         fence=Fence.new().marker, notes=list(notes))
+                         labels={"P1": "m-photos", "P2": "m-accept"}, fence=Fence.new().marker, notes=list(notes))
 
 
 async def handed_on(redis, run_id: str) -> VerificationRequested:

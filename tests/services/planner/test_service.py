@@ -154,6 +154,7 @@ async def test_an_attempt_that_answers_hands_the_answer_on_citing_message_ids(pl
     (handed,) = await handed_to_answerer(redis, req)
     (s,) = handed.carried.sentences
     assert s.passages == ["P1"]  # as the model wrote it: the answerer reads it
+    assert handed.carried.labels == {"P1": "m-photos", "P2": "m-accept"}
     (body,) = scripted_model.bodies
     assert f"CODE for this request: {handed.carried.fence}" in body["messages"][1]["content"]
     assert handed.usage.model_calls == 1 and handed.usage.steps == 1
