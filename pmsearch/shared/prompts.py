@@ -161,9 +161,13 @@ def says_something(text: str) -> bool:
     return not _PLACEHOLDER.match(text) and bool(without_labels(text.strip()))
 
 
+# Generated from the tools' argument models once: a millisecond and more per call otherwise.
+TOOL_TEXT = tool_prompt_text(list(SEARCH_TOOLS), offered=SEARCH_TOOLS)
+
+
 def system(p: PromptSettings) -> str:
     """The system prompt of every passage-reading call."""
-    return f"{p.rules}\n\n{p.tools_intro}\n{tool_prompt_text(list(SEARCH_TOOLS), offered=SEARCH_TOOLS)}"
+    return f"{p.rules}\n\n{p.tools_intro}\n{TOOL_TEXT}"
 
 
 def user_turn(question: str, passages: list[Passage], fence: Fence, instruction: str, notes: Sequence[str] = ()) -> str:
