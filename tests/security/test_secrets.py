@@ -8,7 +8,6 @@ from __future__ import annotations
 import os
 import re
 import secrets
-import socket
 import subprocess
 import sys
 import time
@@ -19,7 +18,7 @@ import pytest
 from typer.testing import CliRunner
 
 from pmsearch.cli.private import write_private
-from pmsearch.cli.stack import Secrets
+from pmsearch.cli.stack import Secrets, free_port
 from pmsearch.shared import streams
 from pmsearch.shared.bus import encode
 from pmsearch.shared.messages import SearchReplied, SearchRequested, ToolBatchRequested, ToolCall
@@ -29,16 +28,10 @@ OLD_DEFAULT = "pmsearch-dev-scope-key-change-me"
 GOOD = secrets.token_urlsafe(32)
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def start_service(module: str, **env: str) -> subprocess.CompletedProcess:
     """Start a service as a deployment would; it must refuse at once, not run."""
     base = {k: v for k, v in os.environ.items() if not k.startswith("PM_")}
-    base.update(PM_REDIS_URL=f"redis://127.0.0.1:{_free_port()}/0", PM_PORT=str(_free_port()), **env)
+    base.update(PM_REDIS_URL=f"redis://127.0.0.1:{free_port()}/0", PM_PORT=str(free_port()), **env)
     proc = subprocess.Popen([sys.executable, "-m", module], cwd=ROOT, env=base, text=True,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:

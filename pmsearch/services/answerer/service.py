@@ -62,7 +62,8 @@ class Answerer:
         reason: str | None = None
         sentences = list(req.proposed)
         if req.carried is not None and evidence:
-            sentences = await self._completed(req, evidence, written(req.carried.labels, req.carried.sentences), step)
+            said = written(req.carried.labels, req.carried.sentences)
+            sentences = await self._completed(req, evidence, said, step, usage)
         if not sentences and not evidence:
             ending, reason = "insufficient_evidence", "nothing was found to answer from"
         elif not sentences and time.time() >= req.deadline:
@@ -74,7 +75,7 @@ class Answerer:
                 prompts.answer_model([p.ref for p in shown], "AnswerDraft", self.texts.sentence), name="answer",
                 deadline=req.deadline,
             )
-            _count(step, reply)
+            _count(step, usage, reply)
             if reply.value is not None:
                 sentences = written(P.labels(shown), reply.value.answer)
                 if not sentences:
@@ -94,14 +95,12 @@ class Answerer:
         step.duration_ms = (time.monotonic() - started) * 1000
         step.note = reason or step.note
         trace.steps.append(step)
-        usage.model_calls += step.model_usage.model_calls if step.model_usage else 0
-        usage.prompt_tokens += step.model_usage.prompt_tokens if step.model_usage else 0
-        usage.completion_tokens += step.model_usage.completion_tokens if step.model_usage else 0
         usage.seconds = round(usage.seconds + (time.monotonic() - started), 3)
         await self._publish(req, ending, reason, draft=draft, trace=trace, usage=usage)
 
     async def _completed(
-        self, req: AnswerRequested, evidence: list[EvidenceMessage], first: list[DraftSentence], step: StepTrace
+        self, req: AnswerRequested, evidence: list[EvidenceMessage], first: list[DraftSentence], step: StepTrace,
+        usage: Usage,
     ) -> list[DraftSentence]:
         """The carried answer, completed: when it leaves out a part the question asks
         for, the model is asked once to add it, over the passages the attempt showed, and
@@ -115,7 +114,7 @@ class Answerer:
         if messages is None:
             return first
         again = await call_model(self.model, "answer", messages, schema, name="planner_answer", deadline=req.deadline)
-        _count(step, again)
+        _count(step, usage, again)
         second = written(P.labels(shown), again.value.answer) if again.value is not None else []
         better = leaves_out_less(req.question, first, second)
         metrics.COMPLETIONS.labels("second" if better else "first").inc()
@@ -141,13 +140,11 @@ class Answerer:
         )
 
 
-def _count(step: StepTrace, call: ModelCall) -> None:
-    """Add one model call's usage to the answer step's."""
-    usage = call.usage()
-    if step.model_usage is not None:
-        usage = Usage(
-            model_calls=step.model_usage.model_calls + usage.model_calls,
-            prompt_tokens=step.model_usage.prompt_tokens + usage.prompt_tokens,
-            completion_tokens=step.model_usage.completion_tokens + usage.completion_tokens,
-        )
-    step.model_usage = usage
+def _count(step: StepTrace, usage: Usage, call: ModelCall) -> None:
+    """Add one model call's usage to the answer step's and to the run's."""
+    spent = call.usage()
+    step.model_usage = step.model_usage or Usage()
+    for total in (step.model_usage, usage):
+        total.model_calls += spent.model_calls
+        total.prompt_tokens += spent.prompt_tokens
+        total.completion_tokens += spent.completion_tokens

@@ -4,13 +4,13 @@ returns a schema-valid object through the client, in the json_object_schema dial
 from __future__ import annotations
 
 import importlib.util
-import socket
 import time
 from pathlib import Path
 
 import pytest
 from pydantic import BaseModel, ConfigDict
 
+from pmsearch.cli.stack import free_port
 from pmsearch.shared.llm import ModelClient
 from pmsearch.shared.llm.local_server import DEFAULT_MODEL, start_local_model, stop_local_model
 from tests.shared.llm.helpers import settings
@@ -38,12 +38,6 @@ async def _ask(client: ModelClient, country: str):
     )
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def _missing() -> str | None:
     if not MODEL.is_file():
         return f"model file {DEFAULT_MODEL} absent: run scripts/install_model.sh"
@@ -55,7 +49,7 @@ def _missing() -> str | None:
 @pytest.mark.real_model
 @pytest.mark.skipif(_missing() is not None, reason=_missing() or "")
 async def test_real_model_returns_a_schema_valid_object(tmp_path: Path):
-    port = _free_port()
+    port = free_port()
     started = time.monotonic()
     with (tmp_path / "llama_server.log").open("wb") as log:
         proc = start_local_model(port, MODEL, n_ctx=2048, log=log)
