@@ -1,15 +1,20 @@
 """A run's evidence as numbered passages: what a model reads of the mail.
 
 Both model-calling stages show the evidence the same way, so a reply's passage numbers
-mean the same thing wherever they are read back. A passage is the best piece of one
-message (or of one of its attachments) for the question, with the message's date,
-sender, subject and its place in its thread; quoted replies and signatures are left
-out, since the message they quote is evidence of its own and the quoted copy only
-misleads attribution ("the insurer has not yet confirmed…" quoted in a later reply).
+mean the same thing wherever they are read back. A passage is one message (or its
+attachment) cut to the question: the sentences of the sender's own words that share the
+question's rarest words (:mod:`pmsearch.shared.relevance`), each with the sentence after
+it (an answer often follows the sentence naming the matter), under a header line with
+the message's date, sender, subject and its place in its thread. Quoted replies and
+signatures are left out, since the message they quote is evidence of its own and the
+quoted copy only misleads attribution ("the insurer has not yet confirmed…" quoted in a
+later reply). A short message is shown whole: a reply's "Applied, thanks." names nothing
+the question asks, and is the answer.
 
 The whole block is kept within a character budget: the embedded model reads 20-90
 prompt tokens a second on two cores (depending on the machine), so what it reads is the
-run's main cost.
+run's main cost. Sentences cut to the question leave room for more messages in the same
+budget than fixed pieces did.
 """
 
 from __future__ import annotations
@@ -18,45 +23,26 @@ import re
 from collections.abc import Collection
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from functools import lru_cache
 
+from pmsearch.shared import relevance
 from pmsearch.shared.fencing import Fence
 from pmsearch.shared.mail_parts import forwarded
 from pmsearch.shared.messages import EvidenceMessage
 from pmsearch.shared.steering import steers, without_steering
-from pmsearch.shared.text.mail import own_text, sender_name
-from pmsearch.shared.text.question import CODE
-from pmsearch.shared.text.words import prefix_stems
+from pmsearch.shared.text.mail import own_replies, sender_name
+from pmsearch.shared.text.sentences import prose_sentences, table_sentences
 from pmsearch.shared.textcache import cached_text
 
-# Fewer, longer passages: fewer distractors for a small model and less to read, while
-# every key fact still shows (an invoice's total sits past a shorter cut); measured with
-# evals/passage_view.py (docs/design.md, "What the model reads").
-PASSAGE_CHARS = 500
-BUDGET_CHARS = 2800  # ~800 tokens of mail, headers included
-MAX_PASSAGES = 3
-PER_MESSAGE = 1  # the best piece of each message: more messages beat more of one
+BUDGET_CHARS = 1450  # ~400 tokens of mail, headers included
+MAX_PASSAGES = 4
+MESSAGE_CHARS = 520  # one message's sentences: more messages beat more of one
+LATEST_CHARS = 700  # a thread's latest message says how the matter ended
+SHORT_CHARS = 320  # a message this short is shown whole
+UNIT_CHARS = 300  # a sentence longer than this (a line without stops) is cut
+QUOTE_REACH = 2  # an inline reply's first sentences answer the quote above them
 SUBJECT_CHARS = 70
-COVER_NOTE_CHARS = 300  # a body this short in front of an attachment only announces it
-
-_WORD = re.compile(r"\w+", re.UNICODE)
-
-
-
-def _ranking_stems(text: str) -> set[str]:
-    """:func:`pmsearch.shared.text.words.prefix_stems` for ranking, with each code (INV-2024-0173) one word: cut at its
-    hyphens, every invoice of 2024 shares "inv" and "2024" with the question, and an
-    invoice of the same year outranked the reply saying the asked one was paid."""
-    codes = {m.group().casefold() for m in CODE.finditer(text)}
-    return prefix_stems(CODE.sub(" ", text)) | codes if codes else prefix_stems(text)
-
-
-@lru_cache(maxsize=8192)
-def _piece_stems(piece: str) -> frozenset[str]:
-    """:func:`_ranking_stems` of a piece (at most PASSAGE_CHARS), kept: pieces repeat
-    across calls."""
-    return frozenset(_ranking_stems(piece))
-
+HEADER_CHARS = 100  # what a header line costs, about
+GAP = " … "
 
 @dataclass(frozen=True)
 class Passage:
@@ -69,29 +55,73 @@ class Passage:
     header: str  # date, sender, subject, place in thread
 
 
-def _pieces(text: str, size: int) -> list[str]:
-    """Windows of whole paragraphs up to ``size`` characters each."""
-    out: list[str] = []
-    current = ""
-    for para in (p.strip() for p in text.split("\n")):
-        if not para:
+@dataclass(frozen=True)
+class _Unit:
+    """One sentence (or table row) of a message, with where it comes from; ``context``
+    holds the words of the quote an inline reply's first sentences answer."""
+
+    part: str
+    text: str
+    terms: frozenset[str]
+    context: frozenset[str] = frozenset()
+
+
+def _cut(sentence: str, size: int) -> list[str]:
+    """A sentence longer than ``size`` (a line without stops) in pieces at spaces."""
+    out = []
+    while len(sentence) > size:
+        cut = sentence.rfind(" ", 0, size)
+        cut = cut if cut > size // 2 else size
+        out.append(sentence[:cut])
+        sentence = sentence[cut:].strip()
+    return [*out, sentence] if sentence else out
+
+
+# Cutting a message (steering patterns, quote and signature cuts) was a tenth of the
+# planner's CPU under load: see shared.textcache.
+@cached_text(maxsize=2048, limit=32_000)
+def _sentences(text: str, name: str) -> tuple[str, ...]:
+    raw = table_sentences(name, without_steering(text)) if name else prose_sentences(without_steering(text))
+    return _pieces(raw)
+
+
+def _pieces(sentences: list[str]) -> tuple[str, ...]:
+    return tuple(piece for sentence in sentences for piece in _cut(sentence.strip(), UNIT_CHARS) if piece)
+
+
+@cached_text(maxsize=2048, limit=32_000)
+def _body_units(body: str) -> tuple[_Unit, ...]:
+    """The body's sentences: the sender's own, and what it quotes, marked as quoted
+    (its author named where the attribution names one). The first :data:`QUOTE_REACH`
+    own sentences after a quote carry the quote's words as context."""
+    units: list[_Unit] = []
+    quoted = frozenset[str]()
+    for kind, text, author in own_replies(body):
+        sentences = _pieces(prose_sentences(text))
+        if kind == "quoted":
+            part = f"quoted:quoted from {author}" if author else "quoted:quoted"
+            units += [_Unit(part, t, relevance.terms(t)) for t in sentences]
+            quoted = relevance.terms(text)
             continue
-        while len(para) > size:
-            cut = para.rfind(" ", 0, size)
-            cut = cut if cut > size // 2 else size
-            if current:
-                out.append(current)
-                current = ""
-            out.append(para[:cut])
-            para = para[cut:].strip()
-        if current and len(current) + 1 + len(para) > size:
-            out.append(current)
-            current = para
-        else:
-            current = f"{current}\n{para}" if current else para
-    if current:
-        out.append(current)
-    return out
+        for i, t in enumerate(sentences):
+            units.append(_Unit("body", t, relevance.terms(t), quoted if i < QUOTE_REACH else frozenset()))
+        quoted = frozenset()
+    return tuple(units)
+
+
+def _units(m: EvidenceMessage) -> list[_Unit]:
+    def made(part: str, texts: tuple[str, ...]) -> list[_Unit]:
+        return [_Unit(part, t, relevance.terms(t)) for t in texts]
+
+    units = list(_body_units(m.body))
+    # A forwarded message is its author's words, shown as such: the forwarder's own
+    # words are the body, and the index rarely holds the original.
+    for author, text in forwarded(without_steering(m.body)):
+        label = f"forwarded:forwarded from {author}" if author else "forwarded:a forwarded message"
+        units += made(label, _sentences(text, ""))
+    for a in m.attachments:
+        units += made(f"attachment:{a.name}", _sentences(a.text, a.name))
+    return units
 
 
 def _when(m: EvidenceMessage) -> float:
@@ -105,73 +135,93 @@ def _date(d: datetime | None) -> str:
     return d.strftime("%Y-%m-%d %a") if d else "undated"
 
 
-def _best(question: set[str], pieces: list[tuple[str, str]], n: int) -> list[tuple[str, str]]:
-    """The ``n`` pieces sharing most words with the question, in document order; the
-    opening piece wins ties (it usually says what the message is about)."""
-    scored = sorted(range(len(pieces)), key=lambda i: (-len(question & _piece_stems(pieces[i][1])), i))
-    return [pieces[i] for i in sorted(scored[:n])]
+def _without_known_quotes(units_of: dict[str, list[_Unit]]) -> dict[str, list[_Unit]]:
+    """Each message's units less the quoted sentences that another message of the
+    evidence says in its own words: the original speaks for itself, under its sender."""
+    own = {u.text.casefold() for units in units_of.values() for u in units if not u.part.startswith("quoted")}
+    return {
+        mid: [u for u in units if not (u.part.startswith("quoted") and u.text.casefold() in own)]
+        for mid, units in units_of.items()
+    }
 
 
-def _priority(evidence: list[EvidenceMessage], threads: dict[str, list[EvidenceMessage]]) -> list[EvidenceMessage]:
-    """Messages in the order they claim the budget: search order, each thread's latest
-    message right after the thread's first appearance (it says how a matter ended, and
-    a long thread would otherwise push it out)."""
-    out: dict[str, EvidenceMessage] = {}
-    seen: set[str] = set()
-    for m in evidence:
-        out.setdefault(m.message_id, m)
-        if m.thread_id not in seen:
-            seen.add(m.thread_id)
-            latest = threads[m.thread_id][-1]
-            out.setdefault(latest.message_id, latest)
-    return list(out.values())
+def _window(units: list[_Unit], weights: relevance.Weights, cap: int) -> tuple[float, int, int]:
+    """(score, first, last) of the run of neighbouring sentences within ``cap``
+    characters that covers most of the question's words, each word counted once by its
+    weight: the answer sits near the words that name the matter, rarely in the same
+    sentence. The shortest such run, the earliest on ties."""
+    best: tuple[float, int, int] = (0.0, 0, 0)
+    for i in range(len(units)):
+        covered: frozenset[str] = frozenset()
+        used = 0
+        for j in range(i, len(units)):
+            used += len(units[j].text) + 1
+            if j > i and used > cap:
+                break
+            covered |= units[j].terms | units[j].context
+            score = weights.score(covered)
+            if score > best[0]:
+                best = (score, i, j)
+    return best
 
 
-def _cover_note(pieces: list[tuple[str, str]]) -> bool:
-    """A short body in front of attachments ("attached is the KPI report for March.
-    Short version: ..."): the facts are in the attachment, so its best piece is shown
-    beside the body, which would otherwise win the tie on the question's words."""
-    body = sum(len(text) for part, text in pieces if part == "body")
-    return 0 < body <= COVER_NOTE_CHARS and any(part != "body" for part, _ in pieces)
+def _choose(units: list[_Unit], weights: relevance.Weights, cap: int) -> list[int]:
+    """The units shown of one message, in document order, within ``cap`` characters:
+    all of a short message; else its best window (:func:`_window`) widened to the cap,
+    first by what follows it (the answer to the sentence naming the matter), then by
+    what comes before; the opening when nothing scores."""
+    if sum(len(u.text) + 1 for u in units) <= max(cap, SHORT_CHARS):
+        return list(range(len(units)))
+    _, i, j = _window(units, weights, cap)
+    used = sum(len(units[k].text) + 1 for k in range(i, j + 1))
+    while j + 1 < len(units) and used + len(units[j + 1].text) + 1 <= cap:
+        j += 1
+        used += len(units[j].text) + 1
+    while i > 0 and used + len(units[i - 1].text) + 1 <= cap:
+        i -= 1
+        used += len(units[i].text) + 1
+    return list(range(i, j + 1))
 
 
-def _message_pieces(m: EvidenceMessage) -> list[tuple[str, str]]:
-    pieces = [("body", p) for p in _text_pieces(m.body, True, PASSAGE_CHARS)]
-    # A forwarded message is its author's words, shown as such: the forwarder's own
-    # words are the body, and the index rarely holds the original.
-    for author, text in forwarded(without_steering(m.body)):
-        label = f"forwarded:forwarded from {author}" if author else "forwarded:a forwarded message"
-        pieces += [(label, p) for p in _text_pieces(text, False, PASSAGE_CHARS)]
-    for a in m.attachments:
-        pieces += [(f"attachment:{a.name}", p) for p in _text_pieces(a.text, False, PASSAGE_CHARS)]
-    return pieces
-
-
-# Cutting a message (steering patterns, quote and signature cuts) was a tenth of the
-# planner's CPU under load: see shared.textcache.
-@cached_text(maxsize=2048, limit=32_000)
-def _text_pieces(text: str, body: bool, size: int) -> tuple[str, ...]:
-    return tuple(_pieces(own_text(text) if body else without_steering(text), size))
+def _render_units(units: list[_Unit], chosen: list[int]) -> str:
+    """The chosen units as one text: neighbours joined, a gap marked, each part other
+    than the sender's own words named on a line of its own where it starts ("[invoice.pdf]
+    ...", "[quoted from Jean] ..."), the own words after it on a new line."""
+    out = ""
+    previous, part = -2, "body"
+    for i in chosen:
+        u = units[i]
+        if u.part != part and u.part != "body":
+            out += ("\n" if out else "") + f"[{u.part.split(':', 1)[1]}] "
+        elif u.part != part:
+            out += "\n"
+        elif out:
+            out += " " if i == previous + 1 else GAP
+        out += u.text
+        previous, part = i, u.part
+    return out
 
 
 def _by_relevance(
-    wanted: set[str],
+    weights: relevance.Weights,
     evidence: list[EvidenceMessage],
-    pieces_of: dict[str, list[tuple[str, str]]],
+    units_of: dict[str, list[_Unit]],
     first: Collection[str],
 ) -> list[EvidenceMessage]:
-    """``first`` (what a search round found), then the rest, each by the question's
-    words in a message's best piece and subject; search order on ties.
+    """``first`` (what a search round found), then the rest, each by its best sentence
+    and its subject; search order on ties.
 
-    Hybrid search ranks whole messages; the passages show one piece of each, and in
-    search order the supporting message often fell outside them, where the question's
-    words in the piece itself keep it in (evals/passage_view.py). A search round's finds
-    go first whatever their words: the model asked for them.
+    Hybrid search ranks whole messages; the passages show a few sentences of each, and
+    in search order the supporting message often fell outside them, where the
+    question's words in the sentence itself keep it in (evals/passage_view.py). A search
+    round's finds go first whatever their words: the model asked for them.
     """
 
-    def key(m: EvidenceMessage) -> tuple[bool, int]:
-        best = max((len(wanted & _piece_stems(text)) for _, text in pieces_of[m.message_id]), default=0)
-        return m.message_id not in first, -(best + len(wanted & _ranking_stems(m.subject)))
+    def key(m: EvidenceMessage) -> tuple[bool, float]:
+        own = weights.without(relevance.terms(m.sender))
+        best = _window(units_of[m.message_id], own, MESSAGE_CHARS)[0]
+        said = weights.score(relevance.terms(m.sender)) + weights.score(relevance.terms(m.subject)) / 2
+        return m.message_id not in first, -(best + said)
 
     return sorted(evidence, key=key)
 
@@ -182,41 +232,68 @@ def build(
     """Numbered passages for ``evidence`` within ``budget``: threads in the order of
     their most relevant message (see :func:`_by_relevance`), each thread's messages
     oldest first, so the model reads how a matter developed and where it ended."""
-    wanted = _ranking_stems(question)
-    pieces_of = {m.message_id: _message_pieces(m) for m in evidence}
-    ranked = _by_relevance(wanted, evidence, pieces_of, frozenset(first))
+    evidence = list({m.message_id: m for m in evidence}.values())
+    units_of = _without_known_quotes({m.message_id: _units(m) for m in evidence})
+    weights = relevance.Weights.of(question, (u.terms for units in units_of.values() for u in units))
+    ranked = _by_relevance(weights, evidence, units_of, frozenset(first))
     threads: dict[str, list[EvidenceMessage]] = {}
     for m in ranked:
         threads.setdefault(m.thread_id, []).append(m)
     for messages in threads.values():
         messages.sort(key=_when)
     chosen: dict[str, tuple[str, str]] = {}  # message id -> (part, text)
+    subjects: set[tuple[str, str]] = set()  # (thread, subject) a chosen message shows
+    said: set[str] = set()  # sentences shown already
     used = 0
-    for m in _priority(ranked, threads):
-        pieces = pieces_of[m.message_id]
-        if not pieces and steers(m.body):
+    for m in ranked:
+        units = units_of[m.message_id]
+        if not units and steers(m.body):
             continue  # all it says is addressed to a model: nothing to show
-        # The last message of a thread says how the matter ended: it may show two
-        # pieces (a decision letter's body and its attachment, say).
-        n = PER_MESSAGE + (m is threads[m.thread_id][-1] and len(threads[m.thread_id]) > 1 or _cover_note(pieces))
-        best = _best(wanted, pieces, n) or [("body", m.subject)]
-        part, text = best[0][0], "\n".join(t if p == "body" else f"[{p.split(':', 1)[1]}] {t}" for p, t in best)
-        cost = len(text) + 100  # the header line is about 100 characters
-        if chosen and (used + cost > budget or len(chosen) >= MAX_PASSAGES):
+        latest = m is threads[m.thread_id][-1] and len(threads[m.thread_id]) > 1
+        topic = (m.thread_id, _topic(m.subject))
+        header = HEADER_CHARS - (SUBJECT_CHARS if topic in subjects else 0)
+        room = budget - used - header
+        if chosen and (room < SHORT_CHARS // 2 or len(chosen) >= MAX_PASSAGES):
             break
+        # The question's words for the sender ("according to Jeff King") chose the
+        # message; inside it they would pick the sender's own trailer line. A sentence
+        # shown already (a patch's v2 repeats its v1) picks nothing again.
+        own = weights.without(relevance.terms(m.sender))
+        fresh = [u if u.text not in said else _Unit(u.part, u.text, frozenset()) for u in units]
+        picked = _choose(fresh, own, min(LATEST_CHARS if latest else MESSAGE_CHARS, max(room, SHORT_CHARS // 2)))
+        text = _render_units(units, picked) if picked else m.subject
+        # The part that holds the question's words names the passage (a decision
+        # letter's attachment, though its cover note opens the window).
+        part = next((units[i].part for i in picked if own.score(units[i].terms)), units[picked[0]].part) if picked else "body"
         chosen[m.message_id] = (part, text)
-        used += cost
+        said.update(units[i].text for i in picked)
+        subjects.add(topic)
+        used += len(text) + header
     passages: list[Passage] = []
     for t, messages in enumerate(threads.values(), 1):
+        named: set[str] = set()
         for place, m in enumerate(messages, 1):
             if m.message_id not in chosen:
                 continue
             part, text = chosen[m.message_id]
             latest = ", latest found" if place == len(messages) and len(messages) > 1 else ""
-            subject = m.subject if len(m.subject) <= SUBJECT_CHARS else m.subject[: SUBJECT_CHARS - 1] + "…"
-            header = f"{_date(m.date)} | {sender_name(m.sender)} | {subject} | thread T{t}: {place} of {len(messages)}{latest}"
+            # A reply's "Re: <the same subject>" says nothing the thread's first passage
+            # did not: it is left out, and the room goes to the mail.
+            topic = _topic(m.subject)
+            subject = "" if topic in named else (
+                m.subject if len(m.subject) <= SUBJECT_CHARS else m.subject[: SUBJECT_CHARS - 1] + "…") + " | "
+            named.add(topic)
+            header = f"{_date(m.date)} | {sender_name(m.sender)} | {subject}thread T{t}: {place} of {len(messages)}{latest}"
             passages.append(Passage("", m.message_id, m.thread_id, f"T{t}", part, text, header))
     return _renumber(passages)
+
+
+_REPLY_PREFIX = re.compile(r"^(?:\s*(?:re|aw|wg|fwd?|tr|sv|antw)\s*(?:\[\d+\])?\s*:\s*)+", re.I)
+
+
+def _topic(subject: str) -> str:
+    """A subject without its reply and forward prefixes ("Re: AW: Fwd: x" is "x")."""
+    return _REPLY_PREFIX.sub("", subject).strip().casefold()
 
 
 def _renumber(passages: list[Passage]) -> list[Passage]:

@@ -46,6 +46,11 @@ class SearchArgs(Narrowing):
         le=5,
         description="Also return the latest N messages of each thread hit (they may say how a matter ended).",
     )
+    thread_neighbours: bool = Field(
+        default=False,
+        description="Also return the messages on either side of each of the best hits in its thread, by date "
+        "(in a thread, usually the message it answers and the reply to it).",
+    )
 
 
 class ReadThreadArgs(_Args):

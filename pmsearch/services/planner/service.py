@@ -66,13 +66,16 @@ Step = tuple[Literal["judging", "planning"] | None, RunState]
 
 def first_search(question: str, strategy: str = "loop") -> ToolCall:
     """The search every run starts with: the question itself, hybrid; the loop also
-    asks for the latest message of the threads it hits."""
+    asks for the latest message of the threads it hits and for the messages beside
+    each hit in its thread (the request a found reply answers, the reply to a found
+    request)."""
     return ToolCall(
         call_id="s0-1",
         tool="search",
         arguments={
             "query": question[:500], "mode": "hybrid", "limit": FIRST_SEARCH_LIMIT,
             "thread_latest": FIRST_SEARCH_THREAD_LATEST if strategy == "loop" else 0,
+            "thread_neighbours": strategy == "loop",
         },
     )
 

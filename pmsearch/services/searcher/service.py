@@ -115,32 +115,58 @@ def message_view(m: EvidenceMessage) -> MessageView:
 def _search(repo: ScopedMailRepository, scope: Scope, args: SearchArgs) -> Handled:
     hits = repo.search(scope, args.query, args.mode, args, args.limit)
     evidence = repo.messages(scope, [h.message_id for h in hits])
-    latest = thread_latest(repo, scope, hits, args.thread_latest) if args.thread_latest else []
+    latest, around = thread_context(repo, scope, hits, args.thread_latest, args.thread_neighbours)
     result = HitsResult(hits=hits, latest=[message_view(m) for m in latest])
-    return result, evidence + latest
+    return result, evidence + latest + around
 
 
 def thread_latest(repo: ScopedMailRepository, scope: Scope, hits: list[Hit], n: int) -> list[EvidenceMessage]:
-    """The newest ``n`` messages of each of the best hits' threads, those that are hits
-    already left out (the model has them). Read through the scoped thread read, so they
-    are scoped like the hits themselves. A message whose sender failed authentication
-    is never promoted as a thread's latest: a forged reply would speak last."""
+    """The newest ``n`` messages of each of the best hits' threads (see :func:`thread_context`)."""
+    return thread_context(repo, scope, hits, n, False)[0]
+
+
+def thread_context(
+    repo: ScopedMailRepository, scope: Scope, hits: list[Hit], latest: int, neighbours: bool
+) -> tuple[list[EvidenceMessage], list[EvidenceMessage]]:
+    """For each of the best hits' threads, read once: its newest ``latest`` messages and,
+    with ``neighbours``, the messages on either side of each hit in it by date (a
+    question often names the request while the answer is in the reply, or the other way
+    round). Those that are hits already are left out (the model has them). Read through
+    the scoped thread read, so they are scoped like the hits themselves. A message whose
+    sender failed authentication is never added: a forged reply would speak last."""
     seen = {h.message_id for h in hits}
     threads = list(dict.fromkeys(h.thread_id for h in hits))[:LATEST_THREADS]
-    out: list[EvidenceMessage] = []
-    for thread_id in threads:
+    newest: list[EvidenceMessage] = []
+    around: list[EvidenceMessage] = []
+    for thread_id in threads if latest or neighbours else ():
         try:
-            thread = repo.thread(scope, thread_id, n + LATEST_SKIPPED, latest=True)
+            if neighbours:
+                thread = repo.thread(scope, thread_id, NEIGHBOUR_READ, latest=True)
+            else:
+                thread = repo.thread(scope, thread_id, latest + LATEST_SKIPPED, latest=True)
         except NotFound:  # gone since the search: nothing to add
             continue
-        newest = [m for m in thread if m.sender_auth != "fail"][-n:]
-        for m in newest:
+        trusted = [m for m in thread if m.sender_auth != "fail"]
+        for m in trusted[-latest:] if latest else ():
             if m.message_id not in seen:
                 seen.add(m.message_id)
-                out.append(m)
-    return out
+                newest.append(m)
+        if not neighbours:
+            continue
+        ids = [m.message_id for m in thread]
+        for hit in (h for h in hits if h.thread_id == thread_id and h.message_id in ids):
+            at = ids.index(hit.message_id)
+            for m in (thread[at - 1] if at else None, thread[at + 1] if at + 1 < len(thread) else None):
+                if m is not None and m.sender_auth != "fail" and m.message_id not in seen and len(around) < MOST_NEIGHBOURS:
+                    seen.add(m.message_id)
+                    around.append(m)
+    return newest, around
 
 
+# A thread read for its hits' neighbours: its newest messages, as many as this.
+NEIGHBOUR_READ = 200
+# Neighbours a search adds at most: each is a whole message in the run's evidence.
+MOST_NEIGHBOURS = 6
 # Messages of a thread read past the newest ``n``, so that those failing authentication
 # can be passed over.
 LATEST_SKIPPED = 3

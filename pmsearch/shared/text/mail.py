@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from pmsearch.shared.mail_parts import split_mail
+from pmsearch.shared.mail_parts import Kind, split_mail
 from pmsearch.shared.steering import without_steering
 from pmsearch.shared.textcache import cached_text
 
@@ -26,10 +26,37 @@ def own_text(body: str) -> str:
     """The message's own words (:mod:`pmsearch.shared.mail_parts`): without what it quotes or
     forwards, its signature, patch and list footer, and any paragraph written to steer a
     model (:mod:`pmsearch.shared.steering`)."""
-    body = split_mail(without_steering(body)).own
-    body = _NAME_LAST.sub("", body.rstrip() + "\n")
-    body = _GREETING.sub("", body)
-    return _BLANKS.sub("\n", _SPACES.sub(" ", body)).strip()
+    return _tidy(split_mail(without_steering(body)).own)
+
+
+def _tidy(own: str) -> str:
+    own = _NAME_LAST.sub("", own.rstrip() + "\n")
+    own = _GREETING.sub("", own)
+    return _BLANKS.sub("\n", _SPACES.sub(" ", own)).strip()
+
+
+_QUOTE_MARKS = re.compile(r"^[ \t]*(?:>[ \t]?)+", re.M)
+
+
+@cached_text(maxsize=1024)
+def own_replies(body: str) -> tuple[tuple[str, str, str], ...]:
+    """The message's own words (as :func:`own_text` reads them) and what it quotes,
+    stretch by stretch in order: ``(kind, text, author)`` with kind "own" or "quoted",
+    quote marks taken off, the quoted author where the attribution names one. An inline
+    reply answers what it quotes ("> Did the v2 make both changes?" / "Yes."), its own
+    words alone often name nothing the question asks, and a quote is the only copy of
+    a message the mailbox does not hold."""
+    out: list[tuple[str, str, str]] = []
+    for part in split_mail(without_steering(body)).parts:
+        if part.kind is Kind.QUOTED:
+            text = _BLANKS.sub("\n", _SPACES.sub(" ", _QUOTE_MARKS.sub("", part.text))).strip()
+        elif part.kind is Kind.OWN:
+            text = _tidy(part.text)
+        else:
+            continue
+        if text:
+            out.append((part.kind.value, text, part.author))
+    return tuple(out)
 
 
 # Quote marks and brackets in a display name ('jean-séverin LAIR-Telem"@c') would end the

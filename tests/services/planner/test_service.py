@@ -128,14 +128,16 @@ async def test_a_run_starts_with_a_search_of_the_question_and_no_model_call(plan
     (batch,) = await tool_batches(redis, req)
     assert batch.step == 0
     (call,) = batch.calls
-    assert (call.tool, call.arguments) == ("search", {"query": QUESTION, "mode": "hybrid", "limit": 8, "thread_latest": 1})
+    assert (call.tool, call.arguments) == (
+        "search", {"query": QUESTION, "mode": "hybrid", "limit": 8, "thread_latest": 1, "thread_neighbours": True}
+    )
     assert scripted_model.bodies == []
 
 
 async def test_single_shot_searches_without_thread_latest_and_goes_straight_to_the_answerer(planner, redis, scripted_model):
     req = await start(planner, strategy="single_shot")
     (batch,) = await tool_batches(redis, req)
-    assert batch.calls[0].arguments["thread_latest"] == 0
+    assert batch.calls[0].arguments["thread_latest"] == 0 and not batch.calls[0].arguments["thread_neighbours"]
     await found(planner, req, 0, PHOTOS, ACCEPT)
     (handed,) = await handed_to_answerer(redis, req)
     assert handed.carried is None and handed.proposed == []

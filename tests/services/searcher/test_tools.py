@@ -178,6 +178,25 @@ def test_thread_latest_adds_the_newest_messages_of_the_hits_threads(runner):
     assert set(newest) <= set(run.outcome.message_ids) and set(newest) <= {m.message_id for m in run.evidence}
 
 
+def test_thread_neighbours_adds_the_messages_beside_each_hit_in_its_thread(runner):
+    plain = call(runner, ALICE, "search", query=DECISION, mode="keyword", limit=1)
+    run = call(runner, ALICE, "search", query=DECISION, mode="keyword", limit=1, thread_neighbours=True)
+    hit = plain.outcome.output.hits[0]
+    thread = [m.message_id for m in call(runner, ALICE, "read_thread", thread_id=hit.thread_id).outcome.output.messages]
+    at = thread.index(hit.message_id)
+    beside = [mid for mid in (thread[at - 1] if at else None, thread[at + 1] if at + 1 < len(thread) else None) if mid]
+    assert beside
+    assert [m.message_id for m in plain.evidence] == [hit.message_id]
+    assert [m.message_id for m in run.evidence] == [hit.message_id, *beside]
+    assert run.outcome.output.hits == plain.outcome.output.hits  # evidence only: the hits are the search's
+
+
+def test_thread_neighbours_stay_in_scope(runner):
+    run = call(runner, CAROL, "search", query="claim", limit=10, thread_neighbours=True)
+    assert run.outcome.ok
+    assert all(m.tenant_id == "globex" and m.mailbox == "carol" for m in run.evidence)
+
+
 def test_thread_latest_stays_in_scope(runner):
     run = call(runner, CAROL, "search", query="claim", limit=10, thread_latest=5)
     assert run.outcome.ok

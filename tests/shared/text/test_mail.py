@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from pmsearch.shared.text.mail import own_text, sender_name
+from pmsearch.shared.text.mail import own_replies, own_text, sender_name
 
 
 @pytest.mark.parametrize(
@@ -37,3 +37,14 @@ def test_a_senders_name_is_read_without_its_address_or_quote_marks():
     assert sender_name("Sabine Roth <sabine.roth@northwind.example>") == "Sabine Roth"
     assert sender_name('"Lair, Jean" <jean@example.org>') == "Lair, Jean"
     assert sender_name("<noreply@example.org>") == "<noreply@example.org>"
+
+
+def test_own_replies_gives_each_stretch_with_what_it_quotes_and_who_wrote_it():
+    body = ("Hi Tom,\n\nOn Mon, 4 Mar 2024, Sabine Roth wrote:\n> Did the v3 move the reset?\n> Please check.\n\n"
+            "Yes, it did.\n\n> And the exclusive get?\n\nAlso done.\n\n-- \nPhilipp\n")
+    assert own_replies(body) == (
+        ("quoted", "Did the v3 move the reset?\nPlease check.", "Sabine Roth"),
+        ("own", "Yes, it did.", ""),
+        ("quoted", "And the exclusive get?", ""),  # no attribution above it names one
+        ("own", "Also done.", ""),
+    )
