@@ -17,6 +17,7 @@ index, the passages a model reads, the answerer's details and the verifier's sup
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from enum import StrEnum
 
@@ -261,6 +262,26 @@ def blank_except(body: str, *kinds: Kind) -> str:
     lines = body.split("\n")
     found, _ = _classify([line.rstrip("\r") for line in lines])
     return "\n".join(line if kind in kinds else " " * len(line) for line, kind in zip(lines, found))
+
+
+def quotes_where(body: str, keep: Callable[[str], bool]) -> str:
+    """``body`` with every line blanked but the quoted stretches (consecutive quoted
+    lines of one author) that ``keep`` accepts, given each stretch's text, each with the
+    attribution line above it (it names who is quoted): the same length and offsets,
+    like :func:`blank_except`."""
+    lines = body.split("\n")
+    found, authors = _classify([line.rstrip("\r") for line in lines])
+    out = [" " * len(line) for line in lines]
+    start = 0
+    for k in range(1, len(lines) + 1):
+        if k == len(lines) or found[k] != found[start] or authors[k] != authors[start]:
+            if found[start] is Kind.QUOTED and keep("\n".join(lines[start:k])):
+                first = start
+                while first > 0 and found[first - 1] is Kind.ATTRIBUTION:
+                    first -= 1
+                out[first:k] = lines[first:k]
+            start = k
+    return "\n".join(out)
 
 
 def _classify(lines: list[str]) -> tuple[list[Kind], list[str]]:

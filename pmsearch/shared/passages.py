@@ -64,6 +64,7 @@ class _Unit:
     text: str
     terms: frozenset[str]
     context: frozenset[str] = frozenset()
+    quote: frozenset[str] = frozenset()  # a quoted sentence: the words of its whole quote
 
 
 def _cut(sentence: str, size: int) -> list[str]:
@@ -100,8 +101,8 @@ def _body_units(body: str) -> tuple[_Unit, ...]:
         sentences = _pieces(prose_sentences(text))
         if kind == "quoted":
             part = f"quoted:quoted from {author}" if author else "quoted:quoted"
-            units += [_Unit(part, t, relevance.terms(t)) for t in sentences]
             quoted = relevance.terms(text)
+            units += [_Unit(part, t, relevance.terms(t), quote=quoted) for t in sentences]
             continue
         for i, t in enumerate(sentences):
             units.append(_Unit("body", t, relevance.terms(t), quoted if i < QUOTE_REACH else frozenset()))
@@ -135,14 +136,21 @@ def _date(d: datetime | None) -> str:
     return d.strftime("%Y-%m-%d %a") if d else "undated"
 
 
-def _without_known_quotes(units_of: dict[str, list[_Unit]]) -> dict[str, list[_Unit]]:
-    """Each message's units less the quoted sentences that another message of the
-    evidence says in its own words: the original speaks for itself, under its sender."""
-    own = {u.text.casefold() for units in units_of.values() for u in units if not u.part.startswith("quoted")}
-    return {
-        mid: [u for u in units if not (u.part.startswith("quoted") and u.text.casefold() in own)]
-        for mid, units in units_of.items()
-    }
+def _without_held_quotes(units_of: dict[str, list[_Unit]]) -> dict[str, list[_Unit]]:
+    """Each message's units less what it quotes of another message of the evidence
+    (:func:`pmsearch.shared.relevance.held`, as the verifier reads it), and less each
+    quoted sentence another message says word for word: the original speaks for itself,
+    under its sender."""
+    own = {mid: [u for u in units if not u.quote] for mid, units in units_of.items()}
+    words = {mid: frozenset().union(*(u.terms for u in units)) for mid, units in own.items()}
+    said = {u.text.casefold() for units in own.values() for u in units}
+
+    def shown(mid: str, u: _Unit) -> bool:
+        if not u.quote:
+            return True
+        return u.text.casefold() not in said and not relevance.held(u.quote, (t for k, t in words.items() if k != mid))
+
+    return {mid: [u for u in units if shown(mid, u)] for mid, units in units_of.items()}
 
 
 def _window(units: list[_Unit], weights: relevance.Weights, cap: int) -> tuple[float, int, int]:
@@ -233,7 +241,7 @@ def build(
     their most relevant message (see :func:`_by_relevance`), each thread's messages
     oldest first, so the model reads how a matter developed and where it ended."""
     evidence = list({m.message_id: m for m in evidence}.values())
-    units_of = _without_known_quotes({m.message_id: _units(m) for m in evidence})
+    units_of = _without_held_quotes({m.message_id: _units(m) for m in evidence})
     weights = relevance.Weights.of(question, (u.terms for units in units_of.values() for u in units))
     ranked = _by_relevance(weights, evidence, units_of, frozenset(first))
     threads: dict[str, list[EvidenceMessage]] = {}

@@ -56,6 +56,19 @@ def _terms(text: str) -> frozenset[str]:
     return frozenset(words | codes)
 
 
+# A quote whose words another message's own words hold this share of quotes that
+# message: its original is in view.
+HELD_SHARE = 0.9
+
+
+def held(quote: frozenset[str], others: Iterable[frozenset[str]]) -> bool:
+    """Whether one of ``others`` (the terms of other messages' own words) holds most of
+    ``quote``'s terms: the quoted original is in view and speaks for itself, under its
+    own sender; a quote held by none is the only copy of what it says."""
+    need = HELD_SHARE * len(quote)
+    return not quote or any(len(quote & other) >= need for other in others)
+
+
 @dataclass(frozen=True)
 class Weights:
     """How much each of the question's words says, among the sentences at hand."""

@@ -90,9 +90,11 @@ class SearcherSettings(ScopeKeySettings):
     qdrant_api_key: SecretStr | None = None
     collection: str = "pm_mail"
     # onnx: int8 MiniLM on onnxruntime (the default, no PyTorch); torch: the same model on
-    # sentence-transformers (the '.[torch]' extra); openai: a remote /embeddings endpoint.
+    # sentence-transformers (the '.[torch]' extra); openai: a remote /embeddings endpoint;
+    # use / e5: multilingual USE v3 / multilingual-e5-small, bundled in their packages
+    # (pmsearch/services/searcher/multilingual_embedder.py).
     # "local" is the torch backend's name in indexes written before onnx existed.
-    embedding_backend: Literal["onnx", "torch", "openai", "local"] = "onnx"
+    embedding_backend: Literal["onnx", "torch", "openai", "use", "e5", "local"] = "onnx"
     embedding_model: str = "all-MiniLM-L6-v2"
     # Where the onnx backend keeps the model file it prepares once from the packaged one.
     embedding_cache_dir: Path = Path("var/models")

@@ -33,3 +33,11 @@ def test_weights_without_a_senders_name_score_nothing_for_it():
     less = weights.without(relevance.terms("Jeff King <peff@peff.net>"))
     assert less.score(relevance.terms("Signed-off-by: Jeff King")) == 0
     assert less.score(relevance.terms("getpass is a fallback")) == weights.score(relevance.terms("getpass is a fallback"))
+
+
+def test_a_quote_is_held_when_another_messages_own_words_hold_most_of_it():
+    quote = relevance.terms("We have accepted the Golf claim and pay EUR 2,115.50 on Friday.")
+    original = relevance.terms("Dear Ms Weber, we have accepted the Golf claim and pay EUR 2,115.50 on Friday. Regards")
+    other = relevance.terms("The Golf goes to the garage on Friday.")
+    assert relevance.held(quote, [other, original])
+    assert not relevance.held(quote, [other])

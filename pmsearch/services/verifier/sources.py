@@ -3,8 +3,10 @@ once (lazily, only when a sentence cites the message) and cut into word tokens.
 
 A message has searchable parts: its body (``part="body"``: the sender's own words, a
 signature and a forwarded message, without what it quotes), each attachment's text
-(``"attachment:<name>"``), its subject (``"subject"``) and its patch (``"patch"``), in that
-order of preference.
+(``"attachment:<name>"``), its subject (``"subject"``), its patch (``"patch"``) and what it
+quotes of a message that is not in the evidence (``"quoted"``), in that order of
+preference. A quote of a message in the evidence supports nothing: the original does,
+under its own sender (:func:`pmsearch.shared.relevance.held`).
 
 For the figures check each message gets, once and only when a sentence needs them, the
 keys of the figures of its parts, its sender and its date (which a sentence may fairly
@@ -21,7 +23,8 @@ from dataclasses import dataclass, field
 from pmsearch.services.verifier.corrections import corrected_by
 from pmsearch.services.verifier.parts import WINDOW, Part, has_stem, has_whole_word, passage_of, short_norm, starts_word
 from pmsearch.services.verifier.question import MONTHS
-from pmsearch.shared.mail_parts import Kind, blank_except, split_mail
+from pmsearch.shared import relevance
+from pmsearch.shared.mail_parts import Kind, blank_except, quotes_where, split_mail
 from pmsearch.shared.messages import EvidenceMessage, Excerpt
 from pmsearch.shared.steering import blanked
 from pmsearch.shared.text import align, amounts, figures
@@ -181,12 +184,14 @@ class Source:
         return test(self.sender, needle)
 
     @classmethod
-    def of(cls, message: EvidenceMessage) -> Source:
+    def of(cls, message: EvidenceMessage, unheld: Callable[[str], bool] = lambda _quote: False) -> Source:
         # Text written to steer a model supports nothing (see shared.steering). What a
         # reply quotes (and the line that introduces it), a diffstat and a list's footer
         # are not its sender's words: the quoted message supports what it says, when it
         # is evidence, and never the reply that copies it. A patch supports a sentence
-        # about the code, after the prose.
+        # about the code, after the prose. A quote whose original is not in the evidence
+        # (``unheld``) is the only copy of what it says, and supports it last, as
+        # "quoted": the passages showed it as quoted.
         body = blanked(message.body)
         parts = [Part("body", blank_except(body, Kind.OWN, Kind.SIGNATURE, Kind.FORWARDED))]
         parts.extend(Part(f"attachment:{a.name}", blanked(a.text)) for a in message.attachments)
@@ -194,6 +199,9 @@ class Source:
         patch = blank_except(body, Kind.PATCH)
         if patch.strip():
             parts.append(Part("patch", patch))
+        quoted = quotes_where(body, unheld)
+        if quoted.strip():
+            parts.append(Part("quoted", quoted))
         return cls(message, parts)
 
     def find_quote(self, fragments: list[str]) -> Excerpt | None:
@@ -233,6 +241,7 @@ class Sources:
         self._evidence = evidence
         self._ready: dict[str, Source] = {}
         self._corrections: dict[str, str] | None = None
+        self._own_terms: dict[str, frozenset[str]] | None = None
 
     def __contains__(self, message_id: str) -> bool:
         return message_id in self._evidence
@@ -240,8 +249,16 @@ class Sources:
     def __getitem__(self, message_id: str) -> Source:
         source = self._ready.get(message_id)
         if source is None:
-            source = self._ready[message_id] = Source.of(self._evidence[message_id])
+            message = self._evidence[message_id]
+            source = self._ready[message_id] = Source.of(message, lambda quote: not self._held(quote, message_id))
         return source
+
+    def _held(self, quote: str, message_id: str) -> bool:
+        """Whether another evidence message says ``quote`` in its own words."""
+        if self._own_terms is None:
+            self._own_terms = {k: relevance.terms(own_text(m.body)) for k, m in self._evidence.items()}
+        others = (terms for k, terms in self._own_terms.items() if k != message_id)
+        return relevance.held(relevance.terms(quote), others)
 
     def correction_of(self, message_id: str) -> str | None:
         """The evidence message that corrects ``message_id``, if its sender sent one

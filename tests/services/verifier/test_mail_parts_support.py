@@ -61,3 +61,19 @@ def test_the_quoted_message_supports_its_own_words():
 
 def test_the_replys_own_words_are_kept():
     assert _kept('Wim objected: "the callback runs without it on SMP. NAK."', "m-reply")
+
+
+def test_a_quote_of_a_message_not_in_the_evidence_supports_what_it_says_as_quoted():
+    """The mailbox never held Joe's message: the reply's quote is the only copy of it."""
+    draft = Draft(sentences=[DraftSentence(text='Joe wrote that "the timer callback already holds it".', citations=["m-reply"])])
+    verdict = verify(draft, {REPLY.message_id: REPLY}, question="What did Joe say about the lock?")
+    (kept,) = verdict.kept
+    (citation,) = kept.citations
+    assert citation.excerpt.part == "quoted"
+    assert "the timer callback already holds it" in citation.excerpt.text
+    assert REPLY.body[citation.excerpt.start : citation.excerpt.end] == citation.excerpt.text
+
+
+def test_a_quote_of_a_message_in_the_evidence_supports_nothing_in_the_reply():
+    draft = Draft(sentences=[DraftSentence(text='Joe wrote that "the timer callback already holds it".', citations=["m-reply"])])
+    assert not verify(draft, EVIDENCE, question="What did Joe say about the lock?").kept

@@ -23,7 +23,7 @@ CONTEXT_CHARS = 400
 
 def part_text(message: EvidenceMessage, part: str) -> str | None:
     """The stored text an excerpt's ``part`` names (as the verifier names parts)."""
-    if part in ("body", "patch"):  # the verifier's patch part keeps the body's offsets
+    if part in ("body", "patch", "quoted"):  # the verifier's patch and quoted parts keep the body's offsets
         return message.body
     if part == "subject":
         return message.subject
