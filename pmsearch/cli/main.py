@@ -6,6 +6,7 @@ Errors end with a non-zero exit and one readable line, never a stack trace.
 from __future__ import annotations
 
 import json
+import secrets
 import signal
 import sys
 import time
@@ -64,6 +65,31 @@ def ingest(
               f"unchanged since the last import {totals['unchanged']}, skipped {totals['errors']}", soft_wrap=True)
     if totals["errors"]:
         raise typer.Exit(1)
+
+
+@app.command()
+def reembed(
+    data: Path | None = typer.Option(None, help="The searcher's data folder (default PM_DATA_DIR)"),
+) -> None:
+    """Move the index to the embedder configured now (PM_EMBEDDING_BACKEND,
+    PM_EMBEDDING_MODEL), with the searcher stopped; a cut run goes on where it stopped."""
+    from pmsearch.services.searcher.embedding import embedder_id, make_embedder
+    from pmsearch.services.searcher.errors import ReembedRefused
+    from pmsearch.services.searcher.onnx_embedder import EmbedderUnavailable
+    from pmsearch.services.searcher.reembed import reembed as move
+    from pmsearch.shared.settings import SearcherSettings
+
+    # Re-embedding reads and writes the index alone: no scope is signed or verified.
+    settings = SearcherSettings(scope_key=secrets.token_urlsafe(32), **({"data_dir": data} if data else {}))
+    try:
+        embedder = make_embedder(settings)
+        report = move(settings.data_dir, embedder, embedder_id(settings),
+                      progress=lambda n: out.print(f"\r{n} points embedded", end=""))
+    except (ReembedRefused, EmbedderUnavailable, ValueError) as exc:
+        fail(str(exc).splitlines()[0])
+    out.print(f"\nre-embedded {report.embedded} points ({report.carried} from a cut run) with "
+              f"{embedder_id(settings)}, was {report.previous or 'unrecorded'}"
+              + (f"; the old index is kept at {report.kept_at}" if report.kept_at else ""), soft_wrap=True)
 
 
 @keys_app.command("create")

@@ -4,6 +4,7 @@
     └── SearcherError
         ├── ToolError              a tool call refused (InvalidArguments, WidenRefused,
         │                          NotFound, UnknownTool)
+        ├── ReembedRefused         an index that cannot be moved to another embedder
         └── IngestError            mail that cannot be imported
             ├── MalformedMessage   not an RFC 822 message (empty, binary, no headers)
             ├── MessageTooLarge    over an ingest limit: size, parse time or memory
@@ -18,6 +19,14 @@ from pmsearch.shared.errors import PmError
 class SearcherError(PmError):
     code = "searcher"
     title = "Searcher error"
+
+
+class ReembedRefused(SearcherError):
+    """Nothing to move, or an index in use (`pmsearch reembed`)."""
+
+    status = 409
+    code = "reembed_refused"
+    title = "Index cannot be re-embedded"
 
 
 class IngestError(SearcherError):

@@ -311,9 +311,7 @@ class Ingester:
         for n, text in enumerate(split_text(msg.body_text, self.chunk_chars) or [""]):
             payload = ChunkPayload(**base, kind="body", chunk_no=n, text=text,
                                    source_text=msg.body_text if n == 0 else None)
-            # A reply's quote is its parent's text, which has its own vector, and the
-            # embedder's time is the ingest bottleneck: the sender's own words are embedded.
-            out.append((payload, f"{msg.subject}\n\n{searchable_text(text)}"))
+            out.append((payload, embedding_text(payload)))
         for att, name in zip(msg.attachments, names):
             if not att.text:
                 continue
@@ -321,7 +319,7 @@ class Ingester:
             for n, text in enumerate(split_text(source, self.chunk_chars)):
                 payload = ChunkPayload(**base, kind="attachment", attachment_name=name, chunk_no=n, text=text,
                                        source_text=source if n == 0 else None)
-                out.append((payload, f"{msg.subject}\n{name}\n\n{text}"))
+                out.append((payload, embedding_text(payload)))
         return out
 
     def _capped(self, report: IngestReport, position: int,
@@ -350,6 +348,15 @@ class Ingester:
                 raise ValueError(f"embedder returned {len(vectors)} vectors for {len(batch)} texts")
             found.update(zip(batch, (list(v) for v in vectors)))
         return [found[t] for t in texts]
+
+
+def embedding_text(payload: ChunkPayload) -> str:
+    """What a point's dense vector embeds: its subject, an attachment's name, and its text;
+    of a body chunk the sender's own words only (a reply's quote is its parent's text,
+    which has its own vector, and the embedder's time is the ingest bottleneck)."""
+    if payload.kind == "attachment":
+        return f"{payload.subject}\n{payload.attachment_name}\n\n{payload.text}"
+    return f"{payload.subject}\n\n{searchable_text(payload.text)}"
 
 
 def _record(new: _New, key: str, quarantined: bool) -> bool:
