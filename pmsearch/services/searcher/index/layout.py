@@ -87,9 +87,9 @@ def needs_embedder_record(recorded: str | None, configured: str | None, where: s
     backend, _, model = recorded.partition(":")
     raise EmbedderMismatch(
         f"{where} was embedded by {recorded}, but the searcher is configured for {configured}. "
-        f"Set PM_EMBEDDING_BACKEND={backend} PM_EMBEDDING_MODEL={model} to search it, or re-embed: "
-        "start on an empty index (another PM_DATA_DIR, or PM_COLLECTION on a Qdrant server) and import "
-        "the mail again with `pmsearch ingest PATH --tenant T --mailbox M`."
+        f"Set PM_EMBEDDING_BACKEND={backend} PM_EMBEDDING_MODEL={model} to search it, or move it: "
+        "`pmsearch reembed` with the searcher stopped (an Edge index), or a new PM_COLLECTION on a Qdrant "
+        "server and the mail imported again with `pmsearch ingest PATH --tenant T --mailbox M`."
     )
 
 # The usual constant from the RRF paper; set explicitly because Qdrant's default (2)
