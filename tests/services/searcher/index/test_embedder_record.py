@@ -37,7 +37,7 @@ def test_edge_refuses_another_embedder_with_a_re_embed_hint(tmp_path):
     message = str(refused.value)
     assert "embedded by onnx:all-MiniLM-L6-v2" in message and OTHER in message
     assert "PM_EMBEDDING_BACKEND=onnx PM_EMBEDDING_MODEL=all-MiniLM-L6-v2" in message
-    assert "pmsearch ingest" in message
+    assert "pmsearch reembed" in message and "pmsearch ingest" in message
 
 
 def test_an_index_the_pytorch_embedder_built_before_onnx_existed_asks_for_torch(tmp_path):
