@@ -38,6 +38,9 @@ MAX_PASSAGES = 4
 MESSAGE_CHARS = 520  # one message's sentences: more messages beat more of one
 LATEST_CHARS = 700  # a thread's latest message says how the matter ended
 SHORT_CHARS = 320  # a message this short is shown whole
+# A thread's latest message may show two windows, the first taking this share of its
+# room: how a matter ended is often said twice (a decision's opening and its letter).
+LATEST_WINDOWS = (0.5, 1.0)
 UNIT_CHARS = 300  # a sentence longer than this (a line without stops) is cut
 QUOTE_REACH = 2  # an inline reply's first sentences answer the quote above them
 SUBJECT_CHARS = 70
@@ -173,22 +176,40 @@ def _window(units: list[_Unit], weights: relevance.Weights, cap: int) -> tuple[f
     return best
 
 
-def _choose(units: list[_Unit], weights: relevance.Weights, cap: int) -> list[int]:
+def _choose(units: list[_Unit], weights: relevance.Weights, cap: int, windows: tuple[float, ...] = (1.0,)) -> list[int]:
     """The units shown of one message, in document order, within ``cap`` characters:
-    all of a short message; else its best window (:func:`_window`) widened to the cap,
-    first by what follows it (the answer to the sentence naming the matter), then by
-    what comes before; the opening when nothing scores."""
+    all of a short message; else its best window (:func:`_window`), and where room is
+    left the best window among the rest (a decision's opening sentence and its letter's
+    table both answer), each widened by what follows it (the answer to the sentence
+    naming the matter), then by what comes before; the opening when nothing scores."""
     if sum(len(u.text) + 1 for u in units) <= max(cap, SHORT_CHARS):
         return list(range(len(units)))
-    _, i, j = _window(units, weights, cap)
+    picked: set[int] = set()
+    room = cap
+    for share in windows:
+        rest = [k for k in range(len(units)) if k not in picked]
+        if not rest or room < SHORT_CHARS // 2:
+            break
+        score, i, j = _window([units[k] if k not in picked else _Unit("", "", frozenset()) for k in range(len(units))],
+                              weights, int(room * share))
+        if picked and score <= 0:
+            break
+        picked |= _widened(units, i, j, int(room * share), picked)
+        room = cap - sum(len(units[k].text) + 1 for k in picked)
+    return sorted(picked)
+
+
+def _widened(units: list[_Unit], i: int, j: int, cap: int, taken: set[int]) -> set[int]:
+    """The window ``i..j`` grown within ``cap`` by the units after it, then before it,
+    stopping at units already ``taken``."""
     used = sum(len(units[k].text) + 1 for k in range(i, j + 1))
-    while j + 1 < len(units) and used + len(units[j + 1].text) + 1 <= cap:
+    while j + 1 < len(units) and j + 1 not in taken and used + len(units[j + 1].text) + 1 <= cap:
         j += 1
         used += len(units[j].text) + 1
-    while i > 0 and used + len(units[i - 1].text) + 1 <= cap:
+    while i > 0 and i - 1 not in taken and used + len(units[i - 1].text) + 1 <= cap:
         i -= 1
         used += len(units[i].text) + 1
-    return list(range(i, j + 1))
+    return set(range(i, j + 1))
 
 
 def _render_units(units: list[_Unit], chosen: list[int]) -> str:
@@ -268,7 +289,8 @@ def build(
         # shown already (a patch's v2 repeats its v1) picks nothing again.
         own = weights.without(relevance.terms(m.sender))
         fresh = [u if u.text not in said else _Unit(u.part, u.text, frozenset()) for u in units]
-        picked = _choose(fresh, own, min(LATEST_CHARS if latest else MESSAGE_CHARS, max(room, SHORT_CHARS // 2)))
+        picked = _choose(fresh, own, min(LATEST_CHARS if latest else MESSAGE_CHARS, max(room, SHORT_CHARS // 2)),
+                         LATEST_WINDOWS if latest else (1.0,))
         text = _render_units(units, picked) if picked else m.subject
         # The part that holds the question's words names the passage (a decision
         # letter's attachment, though its cover note opens the window).
