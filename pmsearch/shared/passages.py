@@ -213,9 +213,10 @@ def _widened(units: list[_Unit], i: int, j: int, cap: int, taken: set[int]) -> s
 
 
 def _render_units(units: list[_Unit], chosen: list[int]) -> str:
-    """The chosen units as one text: neighbours joined, a gap marked, each part other
-    than the sender's own words named on a line of its own where it starts ("[invoice.pdf]
-    ...", "[quoted from Jean] ..."), the own words after it on a new line."""
+    """The chosen units as one text: a sentence (or list item, or table row) a line, as
+    the mail sets lists and tables out (a small model read a list joined into one line
+    as one claim), a gap marked, each part other than the sender's own words named where
+    it starts ("[invoice.pdf] ...", "[quoted from Jean] ...")."""
     out = ""
     previous, part = -2, "body"
     for i in chosen:
@@ -225,10 +226,26 @@ def _render_units(units: list[_Unit], chosen: list[int]) -> str:
         elif u.part != part:
             out += "\n"
         elif out:
-            out += " " if i == previous + 1 else GAP
+            out += "\n" if i == previous + 1 else GAP
         out += u.text
         previous, part = i, u.part
     return out
+
+
+def _priority(evidence: list[EvidenceMessage], threads: dict[str, list[EvidenceMessage]]) -> list[EvidenceMessage]:
+    """Messages in the order they claim the budget: relevance order, each thread's latest
+    message right after the thread's first appearance (it says how a matter ended, and
+    a long thread would otherwise push it out: "I'll ask them for a quote" says there is
+    no price yet)."""
+    out: dict[str, EvidenceMessage] = {}
+    seen: set[str] = set()
+    for m in evidence:
+        out.setdefault(m.message_id, m)
+        if m.thread_id not in seen:
+            seen.add(m.thread_id)
+            latest = threads[m.thread_id][-1]
+            out.setdefault(latest.message_id, latest)
+    return list(out.values())
 
 
 def _by_relevance(
@@ -274,7 +291,7 @@ def build(
     subjects: set[tuple[str, str]] = set()  # (thread, subject) a chosen message shows
     said: set[str] = set()  # sentences shown already
     used = 0
-    for m in ranked:
+    for m in _priority(ranked, threads):
         units = units_of[m.message_id]
         if not units and steers(m.body):
             continue  # all it says is addressed to a model: nothing to show

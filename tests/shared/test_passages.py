@@ -60,7 +60,7 @@ def test_the_sentence_after_the_one_naming_the_matter_is_shown_with_it():
     filler = " ".join(f"Item {i} of the agenda concerns the canteen menu and the parking rota." for i in range(12))
     body = f"{filler}\nAbout the Golf claim you asked about. The insurer paid EUR 2,115.50 on 3 April.\n{filler}"
     (p,) = P.build(QUESTION, [msg("m1", body)])
-    assert "About the Golf claim you asked about. The insurer paid EUR 2,115.50 on 3 April." in p.text
+    assert "About the Golf claim you asked about.\nThe insurer paid EUR 2,115.50 on 3 April." in p.text
 
 
 def test_a_word_every_found_message_shares_picks_no_sentence_out():
@@ -308,5 +308,5 @@ def test_a_threads_latest_message_shows_its_opening_and_its_letter_both():
         + "\n".join(f"Line {i} of the cost table ....... EUR {i}00.00" for i in range(1, 8))))
     decision = msg("m2", body, day=30, attachments=[letter])
     shown = {p.message_id: p.text for p in P.build(QUESTION, [first, decision])}
-    assert "the claim is accepted. We will pay EUR 2,115.50" in shown["m2"]
+    assert "the claim is accepted.\nWe will pay EUR 2,115.50" in shown["m2"]
     assert "Decision on the Golf claim" in shown["m2"]
