@@ -2,14 +2,15 @@
 
 Both model-calling stages show the evidence the same way, so a reply's passage numbers
 mean the same thing wherever they are read back. A passage is one message (or its
-attachment) cut to the question: the sentences of the sender's own words that share the
-question's rarest words (:mod:`pmsearch.shared.relevance`), each with the sentence after
-it (an answer often follows the sentence naming the matter), under a header line with
-the message's date, sender, subject and its place in its thread. Quoted replies and
-signatures are left out, since the message they quote is evidence of its own and the
-quoted copy only misleads attribution ("the insurer has not yet confirmed…" quoted in a
-later reply). A short message is shown whole: a reply's "Applied, thanks." names nothing
-the question asks, and is the answer.
+attachment) cut to the question: the run of neighbouring sentences that covers most of
+the question's words, the rarest counting most (:mod:`pmsearch.shared.relevance`),
+widened by what follows it (an answer often follows the sentence naming the matter),
+under a header line with the message's date, sender, subject and its place in its
+thread. Signatures are left out, and so is what a reply quotes of a message in the
+evidence: that message speaks for itself, and the quoted copy only misleads attribution
+("the insurer has not yet confirmed…" quoted in a later reply); a quote of mail the
+mailbox never held is shown, as quoted. A short message is shown whole: a reply's
+"Applied, thanks." names nothing the question asks, and is the answer.
 
 The whole block is kept within a character budget: the embedded model reads 20-90
 prompt tokens a second on two cores (depending on the machine), so what it reads is the
@@ -187,8 +188,7 @@ def _choose(units: list[_Unit], weights: relevance.Weights, cap: int, windows: t
     picked: set[int] = set()
     room = cap
     for share in windows:
-        rest = [k for k in range(len(units)) if k not in picked]
-        if not rest or room < SHORT_CHARS // 2:
+        if len(picked) == len(units) or room < SHORT_CHARS // 2:
             break
         score, i, j = _window([units[k] if k not in picked else _Unit("", "", frozenset()) for k in range(len(units))],
                               weights, int(room * share))

@@ -25,6 +25,7 @@ from stop_words import get_stop_words
 
 from pmsearch.shared.text.question import CODE
 from pmsearch.shared.text.words import prefix_stems
+from pmsearch.shared.textcache import cached_text
 
 # The mail of this service is asked about in these; each list is a few hundred words.
 LANGUAGES = ("english", "french", "german")
@@ -49,7 +50,9 @@ def terms(text: str) -> frozenset[str]:
     return _terms(text)
 
 
-@lru_cache(maxsize=16384)
+# Sentences repeat across calls, and the verifier reads whole messages' own words: the
+# project's text cache bounds what it keeps by length, where lru_cache would keep any.
+@cached_text(maxsize=16384)
 def _terms(text: str) -> frozenset[str]:
     codes = {m.group().casefold() for m in CODE.finditer(text)}
     words = prefix_stems(CODE.sub(" ", text) if codes else text) - function_words()
