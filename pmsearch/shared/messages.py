@@ -16,6 +16,10 @@ SCHEMA_VERSION = 1
 
 SearchMode = Literal["keyword", "semantic", "hybrid"]
 Strategy = Literal["loop", "single_shot"]
+# How an answer is made: the model writes sentences ("write"), or it chooses sentences
+# of the mail that code quotes word for word ("extract"; a small model reads better
+# than it writes).
+AnswerStyle = Literal["write", "extract"]
 Outcome = Literal["answered", "insufficient_evidence", "budget_exhausted", "degraded", "cancelled"]
 # "cancelled": only the gateway asks for it, and only for a run its owner cancelled (RunMeta.cancelled_at).
 Ending = Literal["answer", "insufficient_evidence", "budget_exhausted", "degraded", "cancelled"]
@@ -382,6 +386,7 @@ class Draft(Contract):
 
     text: str | None = None
     sentences: list[DraftSentence] | None = None
+    style: AnswerStyle = "write"
 
 
 class RunRequested(Envelope):
@@ -390,6 +395,7 @@ class RunRequested(Envelope):
     max_seconds: float
     started_at: float
     strategy: Strategy = "loop"
+    answer_style: AnswerStyle = "write"
 
 
 class CarriedSentence(Contract):
@@ -413,6 +419,21 @@ class CarriedAnswer(Contract):
     notes: list[str] = Field(default_factory=list)
 
 
+class ChosenSentence(Contract):
+    """One sentence of the passages as code showed it under a label, chosen by the
+    model: the mail's words, never the model's."""
+
+    message_id: str
+    part: str  # the passage part it came from ("body", "quoted:...", "attachment:<name>", ...)
+    text: str
+
+
+class CarriedChoice(Contract):
+    """The sentences an extract-style answer attempt chose, in the order shown."""
+
+    sentences: list[ChosenSentence] = Field(min_length=1)
+
+
 class AnswerRequested(Envelope):
     question: str
     step: int
@@ -427,6 +448,9 @@ class AnswerRequested(Envelope):
     # An answer already turned into sentences citing message ids, as planners before
     # ``carried`` sent it: still read for a run in flight across an upgrade.
     proposed: list[DraftSentence] = Field(default_factory=list)
+    # The sentences an extract-style attempt chose; the style of the answerer's own call.
+    chosen: CarriedChoice | None = None
+    answer_style: AnswerStyle = "write"
 
 
 class RunSnapshot(Contract):
@@ -497,6 +521,11 @@ class AnswerSentence(Contract):
 class Answer(Contract):
     text: str
     sentences: list[AnswerSentence]
+    style: AnswerStyle = Field(
+        default="write",
+        description='"write": sentences the model wrote; "extract": sentences of the mail, quoted word for word '
+        "with who wrote them and when.",
+    )
 
 
 class RunResult(Contract):

@@ -57,6 +57,8 @@ class Passage:
     part: str  # "body", "attachment:<name>" or "forwarded:<who>"
     text: str
     header: str  # date, sender, subject, place in thread
+    # The sentences ``text`` is made of, as (part, sentence) in the order shown.
+    sentences: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -287,7 +289,7 @@ def build(
         threads.setdefault(m.thread_id, []).append(m)
     for messages in threads.values():
         messages.sort(key=_when)
-    chosen: dict[str, tuple[str, str]] = {}  # message id -> (part, text)
+    chosen: dict[str, tuple[str, str, tuple[tuple[str, str], ...]]] = {}  # message id -> (part, text, sentences)
     subjects: set[tuple[str, str]] = set()  # (thread, subject) a chosen message shows
     said: set[str] = set()  # sentences shown already
     used = 0
@@ -312,7 +314,7 @@ def build(
         # The part that holds the question's words names the passage (a decision
         # letter's attachment, though its cover note opens the window).
         part = next((units[i].part for i in picked if own.score(units[i].terms)), units[picked[0]].part) if picked else "body"
-        chosen[m.message_id] = (part, text)
+        chosen[m.message_id] = (part, text, tuple((units[i].part, units[i].text) for i in picked))
         said.update(units[i].text for i in picked)
         subjects.add(topic)
         used += len(text) + header
@@ -322,7 +324,7 @@ def build(
         for place, m in enumerate(messages, 1):
             if m.message_id not in chosen:
                 continue
-            part, text = chosen[m.message_id]
+            part, text, sentences = chosen[m.message_id]
             latest = ", latest found" if place == len(messages) and len(messages) > 1 else ""
             # A reply's "Re: <the same subject>" says nothing the thread's first passage
             # did not: it is left out, and the room goes to the mail.
@@ -331,7 +333,7 @@ def build(
                 m.subject if len(m.subject) <= SUBJECT_CHARS else m.subject[: SUBJECT_CHARS - 1] + "…") + " | "
             named.add(topic)
             header = f"{_date(m.date)} | {sender_name(m.sender)} | {subject}thread T{t}: {place} of {len(messages)}{latest}"
-            passages.append(Passage("", m.message_id, m.thread_id, f"T{t}", part, text, header))
+            passages.append(Passage("", m.message_id, m.thread_id, f"T{t}", part, text, header, sentences))
     return _renumber(passages)
 
 
@@ -345,7 +347,7 @@ def _topic(subject: str) -> str:
 
 def _renumber(passages: list[Passage]) -> list[Passage]:
     return [
-        Passage(f"P{i}", p.message_id, p.thread_id, p.thread_ref, p.part, p.text, p.header)
+        Passage(f"P{i}", p.message_id, p.thread_id, p.thread_ref, p.part, p.text, p.header, p.sentences)
         for i, p in enumerate(passages, 1)
     ]
 

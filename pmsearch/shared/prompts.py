@@ -21,6 +21,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, create_model, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from pmsearch.shared import extracts
 from pmsearch.shared.fencing import Fence
 from pmsearch.shared.messages import ToolOutcome
 from pmsearch.shared.passages import Passage, render
@@ -49,6 +50,9 @@ TOOLS_INTRO = "When you are asked for searches, these read-only tools find more 
 
 # The instruction of an answer attempt, in either stage, so the two prompts match.
 ANSWER = """Write the answer in "answer": one short sentence (two only when messages disagree), with the passages that state it. If the passages do not answer the question, reply with an empty "answer" list."""  # noqa: E501
+
+# The instruction of an extract-style answer attempt: the model chooses, code quotes.
+EXTRACT = """Each sentence of the passages has a label (S1, S2, ...). Reply in "sentences" with the labels of the sentences that state the answer to the question: the fewest that answer it, at most 3. If no sentence states the answer (only the topic, or nothing), reply with an empty "sentences" list."""  # noqa: E501
 
 # The instruction of a search round; {steps} says how many chances to answer are left.
 SEARCH = """The passages above do not answer the question. Give up to 3 searches in "searches" that could find the answer: use the exact words, names and numbers of the question or the passages, mode "keyword" for names, numbers and codes. Add a filter only when the question asks for it. If no search could help, give an empty list.
@@ -101,6 +105,7 @@ class PromptSettings(BaseSettings):
     rules: str = RULES
     tools_intro: str = TOOLS_INTRO
     answer: str = ANSWER
+    extract: str = EXTRACT
     search: str = SEARCH
     search_steps: str = SEARCH_STEPS
     add_missing: str = ADD_MISSING
@@ -170,12 +175,17 @@ def system(p: PromptSettings) -> str:
     return f"{p.rules}\n\n{p.tools_intro}\n{TOOL_TEXT}"
 
 
-def user_turn(question: str, passages: list[Passage], fence: Fence, instruction: str, notes: Sequence[str] = ()) -> str:
-    """The user turn every passage-reading call sends: fence rules, passages, what was
-    searched, the question, then the call's own instruction."""
+def user_turn(
+    question: str, passages: list[Passage], fence: Fence, instruction: str, notes: Sequence[str] = (),
+    numbered: bool = False,
+) -> str:
+    """The user turn every passage-reading call sends: fence rules, passages (with
+    ``numbered``, each sentence labelled: :func:`pmsearch.shared.extracts.render`), what
+    was searched, the question, then the call's own instruction."""
     searched = ("\nSearched so far:\n" + "\n".join(f"- {n}" for n in notes) + "\n") if notes else ""
+    shown = extracts.render(passages, fence) if numbered else render(passages, fence)
     return (
-        f"CODE for this request: {fence.marker}\n\nEvidence passages:\n{render(passages, fence)}\n{searched}\n"
+        f"CODE for this request: {fence.marker}\n\nEvidence passages:\n{shown}\n{searched}\n"
         f"Question: {question}\n\n{instruction}"
     )
 
@@ -187,6 +197,16 @@ def answer_messages(
     return [
         {"role": "system", "content": system(p)},
         {"role": "user", "content": user_turn(question, passages, fence, p.answer, notes)},
+    ]
+
+
+def extract_messages(
+    p: PromptSettings, question: str, passages: list[Passage], fence: Fence, notes: Sequence[str] = ()
+) -> list[dict[str, Any]]:
+    """An extract-style answer attempt: the sentences labelled, the model to choose."""
+    return [
+        {"role": "system", "content": system(p)},
+        {"role": "user", "content": user_turn(question, passages, fence, p.extract, notes, numbered=True)},
     ]
 
 
@@ -233,6 +253,23 @@ def sentence_model(refs: list[str], sentence: str = SENTENCE) -> type[BaseModel]
 
 # Refs are P1..Pn, so a process meets few distinct lists: each model is built once, not
 # on every call (about 2 ms of CPU each under load).
+def choice_model(labels: list[str], title: str) -> type[BaseModel]:
+    """The reply of an extract-style attempt: the labels of up to
+    :data:`pmsearch.shared.extracts.MAX_CHOSEN` sentences shown (an enum of ``labels``, so
+    a sentence the call did not show cannot be chosen); an empty list says none answers."""
+    return _choice_model(tuple(labels), title)
+
+
+@lru_cache(maxsize=64)
+def _choice_model(labels: tuple[str, ...], title: str) -> type[BaseModel]:
+    Label = one_of(labels) if labels else str
+    return create_model(
+        title,
+        __config__=ConfigDict(extra="forbid"),
+        sentences=(list[Label], Field(default_factory=list, max_length=extracts.MAX_CHOSEN)),  # type: ignore[valid-type]
+    )
+
+
 @lru_cache(maxsize=64)
 def _answer_model(refs: tuple[str, ...], title: str, sentence: str) -> type[BaseModel]:
     return create_model(

@@ -140,6 +140,9 @@ class GatewaySettings(ScopeKeySettings):
     default_daily_cap: int = 500
     default_max_steps: int = 6
     default_max_seconds: float = 8.0
+    # How answers are made unless a tenant's settings say otherwise ("answer.style"):
+    # "write", the model's sentences, or "extract", the mail's sentences it chooses.
+    answer_style: Literal["write", "extract"] = "write"
     deadline_grace_seconds: float = 1.5
     # Request limits (pmsearch/services/gateway/limits.py, docs/design.md). A body over its
     # limit is refused with 413 before it is read; only a request carrying the admin

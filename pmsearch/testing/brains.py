@@ -181,9 +181,17 @@ def searches(*calls: dict[str, Any]) -> Reply:
     return Reply(object={"searches": list(calls)})
 
 
+def choose(*labels: str) -> Reply:
+    """A ``PlannerChoice`` or ``AnswerChoice`` (extract style): the labels of the
+    sentences chosen; empty says none answers."""
+    return Reply(object={"sentences": list(labels)})
+
+
 def nothing(body: dict[str, Any]) -> Reply:
     """The empty reply of whichever schema the request asks for."""
-    return searches() if schema_title(body) == SEARCH else answer()
+    if schema_title(body) == SEARCH:
+        return searches()
+    return choose() if schema_title(body).endswith("Choice") else answer()
 
 
 def honest_answer(body: dict[str, Any]) -> list[dict[str, Any]]:

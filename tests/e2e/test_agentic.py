@@ -4,6 +4,7 @@ gateway over HTTP, a scripted model that misbehaves on purpose."""
 from __future__ import annotations
 
 import json
+import re
 import time
 
 import httpx
@@ -20,6 +21,7 @@ from pmsearch.testing.brains import (
     DRAFT,
     SEARCH,
     answer,
+    choose,
     code,
     evidence_block,
     honest,
@@ -46,7 +48,8 @@ QUESTION = "Did the insurer accept the Golf claim after we sent the photos?"
 
 @pytest.fixture(autouse=True)
 def fresh_budgets(api, stack_model):
-    api.tenant("acme", **{"search.agentic_max_steps": 4, "search.agentic_max_seconds": 20, "search.agentic_daily_cap": 500})
+    api.tenant("acme", **{"search.agentic_max_steps": 4, "search.agentic_max_seconds": 20, "search.agentic_daily_cap": 500,
+                          "answer.style": "write"})
     stack_model.reset()
     yield
 
@@ -99,6 +102,28 @@ def test_easy_question_is_answered_right_with_exactly_one_model_call(api, stack_
     assert [schema_title(b) for b in stack_model.bodies] == [ATTEMPT]
     assert result["usage"]["model_calls"] == 1
     assert [s["kind"] for s in result["trace"]["steps"]] == ["first_search", "decide", "answer"]
+
+
+def test_an_extract_style_answer_is_the_chosen_sentence_word_for_word(api, stack_model):
+    api.tenant("acme", **{"answer.style": "extract"})
+
+    def brain(body: dict) -> Reply:
+        if schema_title(body) == SEARCH:
+            return searches()
+        shown = re.findall(r"^(S\d+) (.*)$", user_text(body), re.M)
+        return choose(*[label for label, text in shown if "2,115.50" in text][:1])
+
+    stack_model.set_script(brain)
+    result = agentic(api, api.key("acme/alice")).json()
+    assert result["outcome"] == "answered", result
+    assert [schema_title(b) for b in stack_model.bodies] == ["PlannerChoice"]
+    (chosen,) = [text for label, text in re.findall(r"^(S\d+) (.*)$", user_text(stack_model.bodies[0]), re.M)
+                 if "2,115.50" in text][:1]
+    answer_ = result["answer"]
+    assert answer_["style"] == "extract"
+    (s,) = answer_["sentences"]
+    assert s["text"].endswith(f'"{chosen}"') and not result["trace"]["removed_sentences"]
+    assert s["citations"][0]["excerpt"]["matched_quote"] is True
 
 
 def test_answered_run_cites_only_retrieved_messages_with_copied_excerpts(api, stack_model):

@@ -39,17 +39,22 @@ def cite(
         out.notes.append(f"dropped {len(written) - len(kept) - repeated} sentence(s) that do not address the question")
     sentences = []
     by_id = {m.message_id: m for m in evidence}
-    for s in kept:
+    first_stands = False
+    for i, s in enumerate(kept):
+        if s.completes is not None and not first_stands:
+            out.notes.append("dropped a sentence that completes a dropped one")
+            continue  # the answer it completes went: alone it answers nothing
         by_code = attribute(s.text, evidence, preferred=s.citations)
         if by_code and echoes_header(s.text, by_id[by_code[0]]):
             out.notes.append("dropped a sentence that only repeats a message's header")
             continue
+        first_stands = first_stands or i == 0
         out.by_model += [m for m in s.citations if m not in out.by_model]
         out.by_code += [m for m in by_code if m not in out.by_code]
         # A sentence no evidence message shares anything with (a template echo, an
         # invention) gets no citation by code, and the verifier removes it.
         chosen = by_code if citation_source == "code" else s.citations
-        sentences.append(DraftSentence(text=s.text, citations=chosen))
+        sentences.append(s.model_copy(update={"citations": chosen}))
     detailed = with_details(question, sentences, evidence)
     whole = with_left_out(question, detailed, evidence)
     completed = with_other_statements(question, whole, evidence)

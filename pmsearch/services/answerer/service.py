@@ -21,10 +21,11 @@ from typing import Literal
 from redis.asyncio import Redis
 
 from pmsearch.services.answerer import metrics
+from pmsearch.services.answerer.choice import chosen_statements
 from pmsearch.services.answerer.draft import cite
 from pmsearch.services.answerer.reply import follow_up, leaves_out_less, left_out, written
+from pmsearch.shared import extracts, prompts, streams
 from pmsearch.shared import passages as P
-from pmsearch.shared import prompts, streams
 from pmsearch.shared.bus import publish
 from pmsearch.shared.fencing import Fence
 from pmsearch.shared.llm import ModelClient
@@ -61,7 +62,10 @@ class Answerer:
         ending: Ending = "answer"
         reason: str | None = None
         sentences = list(req.proposed)
-        if req.carried is not None and evidence:
+        extract = req.answer_style == "extract"
+        if req.chosen is not None and evidence:
+            sentences = chosen_statements(req.chosen.sentences, evidence)
+        elif req.carried is not None and evidence:
             said = written(req.carried.labels, req.carried.sentences)
             sentences = await self._completed(req, evidence, said, step, usage)
         if not sentences and not evidence:
@@ -70,14 +74,21 @@ class Answerer:
             ending, reason = "budget_exhausted", "the time budget ran out before the answer was written"
         elif not sentences:
             shown = P.build(req.question, evidence, first=req.found_later)
-            reply = await call_model(
-                self.model, "answer", prompts.answer_messages(self.texts, req.question, shown, Fence.new()),
-                prompts.answer_model([p.ref for p in shown], "AnswerDraft", self.texts.sentence), name="answer",
-                deadline=req.deadline,
-            )
+            labelled = extracts.labelled(shown) if extract else []
+            if labelled:
+                messages = prompts.extract_messages(self.texts, req.question, shown, Fence.new())
+                schema = prompts.choice_model([s.label for s in labelled], "AnswerChoice")
+            else:
+                messages = prompts.answer_messages(self.texts, req.question, shown, Fence.new())
+                schema = prompts.answer_model([p.ref for p in shown], "AnswerDraft", self.texts.sentence)
+            reply = await call_model(self.model, "answer", messages, schema, name="answer", deadline=req.deadline)
             _count(step, usage, reply)
             if reply.value is not None:
-                sentences = written(P.labels(shown), reply.value.answer)
+                if labelled:
+                    chosen = extracts.read_choice(list(reply.value.sentences), labelled)
+                    sentences = chosen_statements([s.chosen() for s in chosen], evidence)
+                else:
+                    sentences = written(P.labels(shown), reply.value.answer)
                 if not sentences:
                     ending, reason = "insufficient_evidence", "the model found that the mail does not answer this"
             elif reply.result == "invalid":
@@ -87,7 +98,11 @@ class Answerer:
             else:
                 ending, reason = "degraded", reply.error
         draft = None
-        if ending == "answer":
+        if ending == "answer" and (req.chosen is not None or extract):
+            # The mail's own sentences: nothing to pad, attribute or complete.
+            draft = Draft(sentences=sentences, style="extract")
+            step.cited_by_code = list(dict.fromkeys(m for s in sentences for m in s.citations))
+        elif ending == "answer":
             cited = cite(req.question, sentences, evidence, self.citation_source)
             draft = cited.draft
             step.cited_by_model, step.cited_by_code = cited.by_model, cited.by_code

@@ -46,3 +46,32 @@ def statement(m: EvidenceMessage, sentence: str) -> DraftSentence:
     who = sender_name(m.sender)
     text = f'{who}, {d.day} {d.strftime("%B")}: "{sentence}"' if d else f'{who}: "{sentence}"'
     return DraftSentence(text=text, citations=[m.message_id])
+
+
+
+# The quote marks a chosen sentence is set in: the first pair none of its own double
+# quotes would close (the verifier, pmsearch.shared.text.quotes, reads « » as one quote
+# whatever straight or curly quotes it holds).
+_OUTER_QUOTES = (('"', '"'), ("«", "»"), ("「", "」"))
+_DOUBLE_MARKS = re.compile('["“”„‟＂«»「」『』〝〞〟]')
+
+
+def extracted(m: EvidenceMessage, part: str, chosen: list[str]) -> DraftSentence:
+    """Sentences the model chose of one part of a message (extract style), word for word
+    as one statement, with who wrote them and when: the sender, and the author the
+    message quotes or forwards (``part`` as :mod:`pmsearch.shared.passages` names it),
+    or the attachment they come from. Never changed: set in quote marks its own quotes
+    do not close, so the verifier finds the whole in the message."""
+    kind, _, label = part.partition(":")
+    sentence = " ".join(chosen)
+    marks = set(_DOUBLE_MARKS.findall(sentence))
+    # A straight quote is closed by any double quote inside; the others only by their own.
+    pairs = _OUTER_QUOTES[1:] if marks else _OUTER_QUOTES
+    opening, closing = next(((o, c) for o, c in pairs if not marks & {o, c}), pairs[-1])
+    d: datetime | None = m.date
+    who = sender_name(m.sender) + (f", {d.day} {d.strftime('%B')}" if d else "")
+    if kind in ("quoted", "forwarded") and " from " in label:
+        who += f", {kind} from {label.split(' from ', 1)[1]}"
+    elif kind == "attachment":
+        who += f", {label}"
+    return DraftSentence(text=f"{who}: {opening}{sentence}{closing}", citations=[m.message_id])

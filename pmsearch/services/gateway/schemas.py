@@ -7,6 +7,8 @@ from typing import Literal, get_args
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, field_validator
 
+from pmsearch.shared.messages import AnswerStyle
+
 # No "admin" permission: the admin API is cross-tenant (ingest into any tenant, keys for
 # anyone), so only the deployment's admin token opens it, never a tenant's API key.
 Permission = Literal["search", "search:agentic"]
@@ -51,5 +53,10 @@ class TenantSettings(Body):
     daily_cap: int = Field(default=500, ge=0, alias="search.agentic_daily_cap")
     max_steps: int = Field(default=6, ge=1, le=50, alias="search.agentic_max_steps")
     max_seconds: float = Field(default=8.0, gt=0, le=600, alias="search.agentic_max_seconds")
+    answer_style: AnswerStyle = Field(
+        default="write", alias="answer.style",
+        description='"write": the model writes the answer; "extract": the model chooses sentences of the mail, '
+        "which the answer quotes word for word.",
+    )
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True)

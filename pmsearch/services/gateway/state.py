@@ -37,7 +37,7 @@ class Gateway:
     def build(cls, redis: Redis, settings: GatewaySettings) -> Gateway:
         defaults = TenantSettings(
             daily_cap=settings.default_daily_cap, max_steps=settings.default_max_steps,
-            max_seconds=settings.default_max_seconds,
+            max_seconds=settings.default_max_seconds, answer_style=settings.answer_style,
         )
         repo = GatewayRepository(redis, defaults)
         searcher = Searcher(redis, settings)

@@ -13,7 +13,7 @@ from typing import Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
-from pmsearch.shared.messages import CarriedAnswer, DraftSentence, Hit, RunRequested, Trace, Usage
+from pmsearch.shared.messages import CarriedAnswer, CarriedChoice, DraftSentence, Hit, RunRequested, Trace, Usage
 from pmsearch.shared.prompts import SEARCH_TOOLS
 from pmsearch.shared.tools import constrained_args
 
@@ -86,6 +86,7 @@ class RunState(BaseModel):
     found_later: list[str] = Field(default_factory=list)  # first found by a search round, newest first
     hits: list[Hit] = Field(default_factory=list)  # the question's own hybrid search
     carried: CarriedAnswer | None = None  # the answer the model wrote, handed to the answerer
+    chosen: CarriedChoice | None = None  # the sentences the model chose (extract style)
     proposed: list[DraftSentence] = Field(default_factory=list)  # as states saved before ``carried`` hold it
     refunded: bool = False  # one step given back for a search that only filters emptied
     trace: Trace = Field(default_factory=Trace)

@@ -33,14 +33,15 @@ from pmsearch.services.planner import metrics
 from pmsearch.services.planner.filters import drop_unasked, has_filters
 from pmsearch.services.planner.repository import PlannerRepository
 from pmsearch.services.planner.schemas import RunState, call_models, search_model
+from pmsearch.shared import extracts, prompts, streams
 from pmsearch.shared import passages as P
-from pmsearch.shared import prompts, streams
 from pmsearch.shared.fencing import Fence
 from pmsearch.shared.llm import ModelClient
 from pmsearch.shared.llm.bookkeeping import ModelCall, call_model
 from pmsearch.shared.messages import (
     AnswerRequested,
     CarriedAnswer,
+    CarriedChoice,
     CarriedSentence,
     Ending,
     EvidenceMessage,
@@ -162,13 +163,22 @@ class Planner:
                 held.save(now)
             return phase, now
         fence = Fence.new()
-        messages = prompts.answer_messages(self.texts, run.question, shown, fence, state.notes)
-        schema = prompts.answer_model([p.ref for p in shown], "PlannerAnswer", self.texts.sentence)
+        sentences = extracts.labelled(shown) if run.answer_style == "extract" else []
+        if sentences:
+            messages = prompts.extract_messages(self.texts, run.question, shown, fence, state.notes)
+            schema = prompts.choice_model([s.label for s in sentences], "PlannerChoice")
+        else:
+            messages = prompts.answer_messages(self.texts, run.question, shown, fence, state.notes)
+            schema = prompts.answer_model([p.ref for p in shown], "PlannerAnswer", self.texts.sentence)
         reply = await call_model(self.model, "decide", messages, schema, name="planner_answer", deadline=run.deadline)
         async with self.repo.holding(run.run_id) as held:
             if (now := self._still(held.state, turn, "judging")) is None:
                 return None, state
-            if await self._attempted(now, reply, P.labels(shown), fence, list(state.notes)):
+            if sentences:
+                search = await self._chose(now, reply, sentences, shown)
+            else:
+                search = await self._attempted(now, reply, P.labels(shown), fence, list(state.notes))
+            if search:
                 now.decision = "planning"
             phase = await self._next(now)
             held.save(now)
@@ -262,6 +272,37 @@ class Planner:
             trace.note = "no answer in the evidence yet"
             return True
         trace.note = state.decision
+        await self._progress(state, trace.step)
+        return False
+
+    async def _chose(
+        self, state: RunState, reply: ModelCall, sentences: list[extracts.Labelled], shown: list[P.Passage]
+    ) -> bool:
+        """Take an extract-style attempt's reply (one step of the budget), as
+        :meth:`_attempted` takes a written one: the chosen sentences go to the answerer;
+        True when a search round should follow."""
+        state.next_step += 1
+        state.steps_used += 1
+        metrics.STEPS.labels("decide").inc()
+        trace = self._count(state, reply, "decide")
+        if reply.value is None:
+            state.decision = "search" if reply.result == "invalid" else "degraded"
+            state.reason = reply.error
+            return False
+        chosen = extracts.read_choice(list(reply.value.sentences), sentences)
+        if chosen:
+            held = extracts.coverage(state.run.question, chosen, shown)
+            state.chosen, state.decision = CarriedChoice(sentences=[s.chosen() for s in chosen]), "answer"
+            trace.note = (
+                f"answer: chose {', '.join(s.label for s in chosen)} "
+                f"(coverage {held.sentences:.2f}, with passages {held.passages:.2f})"
+            )
+        elif state.steps_used >= state.run.max_steps:
+            state.decision, state.reason = "give_up", "the model found that the mail does not answer this"
+            trace.note = state.decision
+        else:
+            trace.note = "no answer in the evidence yet"
+            return True
         await self._progress(state, trace.step)
         return False
 
@@ -374,7 +415,7 @@ class Planner:
                 run_id=run.run_id, tenant_id=run.tenant_id, scope_token=run.scope_token, deadline=run.deadline,
                 question=run.question, step=state.next_step, trace=state.trace, usage=state.usage,
                 focus=state.focus, found_later=state.found_later, hits=state.hits, carried=state.carried,
-                proposed=state.proposed,
+                proposed=state.proposed, chosen=state.chosen, answer_style=run.answer_style,
             ),
         )
 

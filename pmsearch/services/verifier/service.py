@@ -42,9 +42,10 @@ removes it. The rules run in the order of ``rules.RULES`` over the sentence's fa
    not say it too (else ``superseded``, offending: the old figure or word; see
    :mod:`.corrections`).
 
-A sentence code added for the details an earlier one leaves out (``completes``, see
-``pmsearch/services/answerer/details.py`` and ``left_out.py``) goes when that sentence goes
-(``answer_removed``): a source's particulars answer nothing on their own. For the same
+A sentence code added for the details an earlier one leaves out, or a later written
+sentence kept only for the part it adds to the first (``completes``, see
+``pmsearch/services/answerer/details.py``, ``left_out.py`` and ``padding.py``), goes when
+that sentence goes (``answer_removed``): a source's particulars answer nothing on their own. For the same
 reason its own message need not name the question's code (rule 8): the sentence
 it completes does ("the chairs invoice was paid today" completing the answer about
 INV-2024-0173). ``completes`` must name an earlier sentence of the draft, else the
@@ -75,6 +76,7 @@ from pmsearch.services.verifier.sources import Sources
 from pmsearch.shared.messages import (
     Answer,
     AnswerSentence,
+    AnswerStyle,
     Citation,
     Contract,
     Draft,
@@ -105,11 +107,12 @@ class Verdict(Contract):
 
     kept: list[AnswerSentence] = []
     removed: list[RemovedSentence] = []
+    style: AnswerStyle = "write"  # the draft's
 
     def answer(self) -> Answer | None:
         if not self.kept:
             return None
-        return Answer(text=" ".join(s.text for s in self.kept), sentences=self.kept)
+        return Answer(text=" ".join(s.text for s in self.kept), sentences=self.kept, style=self.style)
 
 
 def _units(draft: Draft) -> list[tuple[str, list[str], list[str], bool, int | None]]:
@@ -181,7 +184,7 @@ def verify(
     """
     sources = Sources(evidence)
     pins = pinned(question)
-    verdict = Verdict()
+    verdict = Verdict(style=draft.style)
     kept_by_unit: list[list[AnswerSentence]] = []
     completing: list[tuple[int, int]] = []  # (unit, the unit it completes)
     for unit, (text, inherited, malformed, structured, completes) in enumerate(_units(draft)):

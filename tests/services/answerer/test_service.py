@@ -19,7 +19,9 @@ from pmsearch.shared.llm import ModelClient
 from pmsearch.shared.messages import (
     AnswerRequested,
     CarriedAnswer,
+    CarriedChoice,
     CarriedSentence,
+    ChosenSentence,
     DraftSentence,
     EvidenceMessage,
     Hit,
@@ -27,7 +29,7 @@ from pmsearch.shared.messages import (
     Usage,
     VerificationRequested,
 )
-from pmsearch.testing.brains import DRAFT, answer, honest, passages, quoting, schema_title, sentence
+from pmsearch.testing.brains import DRAFT, answer, choose, honest, passages, quoting, schema, schema_title, sentence
 from pmsearch.testing.scripted_model import Reply
 from tests.shared.llm.helpers import settings
 
@@ -351,7 +353,8 @@ async def test_a_second_sentence_stays_when_it_adds_what_was_asked(redis, model,
     proposed = [DraftSentence(text=first, citations=["m-accept"]), DraftSentence(text=second, citations=["m-photos"])]
     await Answerer(redis, model).answer(request(run_id, proposed, question=question))
     out = await handed_on(redis, run_id)
-    assert [s.text for s in out.draft.sentences if s.completes is None] == [p.text for p in proposed[: 2 if kept else 1]]
+    written = {p.text for p in proposed}  # code's added details are not the model's sentences
+    assert [s.text for s in out.draft.sentences if s.text in written] == [p.text for p in proposed[: 2 if kept else 1]]
 
 
 async def test_a_sentence_written_twice_is_kept_once_with_both_citations(redis, model):
@@ -374,3 +377,39 @@ async def test_another_messages_different_amount_is_added_to_the_draft(redis, mo
     assert [s.citations for s in out.draft.sentences] == [["m-accept"], ["m-corrected"]]
     assert out.draft.sentences[1].text.startswith('Sabine Roth, 29 March: "Correction: for claim CLM-2024-55817')
     assert "added 1 statement" in (out.trace.steps[-1].note or "")
+
+
+# ---------------------------------------------------------------- the extract style
+
+
+def extract_request(run_id: str, chosen: CarriedChoice | None = None) -> AnswerRequested:
+    return request(run_id).model_copy(update={"chosen": chosen, "answer_style": "extract"})
+
+
+async def test_chosen_sentences_become_the_mails_own_words_without_a_model_call(redis, model, scripted_model):
+    run_id = await run_with(redis, PHOTOS, ACCEPT)
+    chosen = CarriedChoice(sentences=[ChosenSentence(message_id="m-accept", part="body", text=ACCEPT.body)])
+    await Answerer(redis, model).answer(extract_request(run_id, chosen))
+    out = await handed_on(redis, run_id)
+    assert scripted_model.bodies == []
+    assert out.draft.style == "extract"
+    assert [(s.text, s.citations) for s in out.draft.sentences] == [(f'Sabine Roth, 28 March: "{ACCEPT.body}"', ["m-accept"])]
+
+
+async def test_the_answerers_own_extract_call_offers_only_the_labels_shown(redis, model, scripted_model):
+    scripted_model.set_script(lambda body: choose("S2"))
+    run_id = await run_with(redis, PHOTOS, ACCEPT)
+    await Answerer(redis, model).answer(extract_request(run_id))
+    (body,) = scripted_model.bodies
+    assert schema_title(body) == "AnswerChoice"
+    assert schema(body)["properties"]["sentences"]["items"]["enum"] == ["S1", "S2"]
+    out = await handed_on(redis, run_id)
+    assert [s.citations for s in out.draft.sentences] == [["m-accept"]] and out.draft.style == "extract"
+
+
+async def test_an_empty_choice_ends_insufficient_evidence(redis, model, scripted_model):
+    scripted_model.set_script(lambda body: choose())
+    run_id = await run_with(redis, PHOTOS, ACCEPT)
+    await Answerer(redis, model).answer(extract_request(run_id))
+    out = await handed_on(redis, run_id)
+    assert out.ending == "insufficient_evidence" and out.draft is None

@@ -3,6 +3,7 @@ question first, attempt an answer, search more only when the attempt found none.
 
 from __future__ import annotations
 
+import re
 import time
 import uuid
 from datetime import UTC, datetime
@@ -30,6 +31,7 @@ from pmsearch.testing.brains import (
     ATTEMPT,
     SEARCH,
     answer,
+    choose,
     honest,
     nothing,
     of_kind,
@@ -73,13 +75,15 @@ async def planner(redis, scripted_model):
 
 
 async def start(
-    planner: Planner, *, strategy: str = "loop", max_steps: int = 3, deadline: float = 30, question: str = QUESTION
+    planner: Planner, *, strategy: str = "loop", max_steps: int = 3, deadline: float = 30, question: str = QUESTION,
+    answer_style: str = "write",
 ) -> RunRequested:
     run_id = f"run-{uuid.uuid4().hex[:12]}"
     scope = Scope(tenant_id="acme", principal="alice", mailboxes=("alice", "shared-claims"), run_id=run_id, expires_at=time.time() + 60)
     req = RunRequested(
         run_id=run_id, tenant_id="acme", scope_token=sign_scope(scope, "test-key"), deadline=time.time() + deadline,
         question=question, max_steps=max_steps, max_seconds=deadline, started_at=time.time(), strategy=strategy,
+        answer_style=answer_style,
     )
     await planner.start(req)
     return req
@@ -215,6 +219,45 @@ async def test_a_duplicate_observation_is_taken_once(planner, redis, scripted_mo
     await found(planner, req, 0, PHOTOS, ACCEPT)
     assert len(scripted_model.bodies) == 1
     assert len(await handed_to_answerer(redis, req)) == 1
+
+
+# ---------------------------------------------------------------- the extract style
+
+
+def choosing(pick):
+    """An extract-style attempt choosing ``pick(labelled sentences shown)``."""
+
+    def brain(body):
+        if schema_title(body) == SEARCH:
+            return searches()
+        shown = re.findall(r"^(S\d+) (.*)$", user_text(body), re.M)
+        return choose(*pick(shown))
+
+    return brain
+
+
+async def test_an_extract_attempt_shows_labelled_sentences_and_may_choose_only_those(planner, redis, scripted_model):
+    scripted_model.set_script(choosing(lambda shown: [label for label, text in shown if "accepts" in text]))
+    req = await start(planner, answer_style="extract")
+    await found(planner, req, 0, PHOTOS, ACCEPT)
+    (body,) = scripted_model.bodies
+    assert schema_title(body) == "PlannerChoice"
+    labels = re.findall(r"^(S\d+) ", user_text(body), re.M)
+    assert schema(body)["properties"]["sentences"]["items"]["enum"] == labels == ["S1", "S2"]
+    (handed,) = await handed_to_answerer(redis, req)
+    assert handed.carried is None and handed.answer_style == "extract"
+    assert [(s.message_id, s.text) for s in handed.chosen.sentences] == [("m-accept", ACCEPT.body)]
+    decide = next(t for t in handed.trace.steps if t.kind == "decide")
+    assert decide.note.startswith("answer: chose S2 (coverage ")
+
+
+async def test_an_extract_attempt_choosing_nothing_on_its_last_step_ends_the_run_unanswered(planner, redis, scripted_model):
+    scripted_model.set_script(choosing(lambda shown: []))
+    req = await start(planner, answer_style="extract", max_steps=1)
+    await found(planner, req, 0, PHOTOS, ACCEPT)
+    out = await ended(redis, req)
+    assert out.ending == "insufficient_evidence"
+    assert await handed_to_answerer(redis, req) == []
 
 
 # ---------------------------------------------------------------- the search round

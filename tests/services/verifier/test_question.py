@@ -652,3 +652,4 @@ def test_what_the_question_asks_about_is_not_taken_from_a_forward() -> None:
         extra=[OFFER, forward, FRANK],
     )
     assert [(r.reason, r.offending) for r in verdict.removed] == [("off_question", "gara")]
+

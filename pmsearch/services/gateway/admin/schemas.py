@@ -8,7 +8,7 @@ from typing import Literal
 from pydantic import AwareDatetime, ConfigDict, Field
 
 from pmsearch.services.gateway.schemas import ApiKeyRecord, Body, Permission
-from pmsearch.shared.messages import Outcome, RunResult
+from pmsearch.shared.messages import AnswerStyle, Outcome, RunResult
 
 RunStatus = Literal["running", "finished"]
 
@@ -44,6 +44,7 @@ class TenantSettingsPatch(Body):
     daily_cap: int | None = Field(default=None, ge=0, alias="search.agentic_daily_cap")
     max_steps: int | None = Field(default=None, ge=1, le=50, alias="search.agentic_max_steps")
     max_seconds: float | None = Field(default=None, gt=0, le=600, alias="search.agentic_max_seconds")
+    answer_style: AnswerStyle | None = Field(default=None, alias="answer.style")
 
 
 class IngestBatch(Body):
@@ -114,7 +115,7 @@ class TenantUsage(Body):
     daily_cap: int
     remaining: int
     resets_in_seconds: int
-    budgets: dict[str, float | int] = Field(description="The tenant's settings, by their dotted names.")
+    budgets: dict[str, float | int | str] = Field(description="The tenant's settings, by their dotted names.")
 
 
 class RunQuery(Body):

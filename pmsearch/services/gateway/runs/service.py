@@ -174,6 +174,7 @@ class RunService:
         requested = RunRequested(
             run_id=run_id, tenant_id=record.tenant_id, scope_token=token, deadline=deadline, question=req.query,
             max_steps=budgets.max_steps, max_seconds=budgets.max_seconds, started_at=now, strategy=req.strategy,
+            answer_style=budgets.answer_style,
         )
         try:
             # One MULTI: the run is recorded if and only if it is published.
