@@ -29,9 +29,10 @@ from pmsearch.cli.private import write_private
 ROOT = Path(__file__).resolve().parents[2]
 # How the operator wants the processes' logs (JSON lines, or text to read by eye).
 LOG_SETTINGS = ("PM_LOG_FORMAT", "PM_LOG_LEVEL")
-# Passed to every service from the shell: how long finished runs stay readable, and who
-# picks citations (so `pmsearch eval` can compare both on the local stack).
-RUN_SETTINGS = ("PM_RUN_RETENTION_DAYS", "PM_CITATION_SOURCE")
+# Passed to every service from the shell: how long finished runs stay readable, who
+# picks citations and how answers are made (so `pmsearch eval` can compare each on the
+# local stack).
+RUN_SETTINGS = ("PM_RUN_RETENTION_DAYS", "PM_CITATION_SOURCE", "PM_ANSWER_STYLE")
 WORKERS = {
     "searcher": "pmsearch.services.searcher.worker",
     "planner": "pmsearch.services.planner.worker",

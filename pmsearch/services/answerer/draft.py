@@ -55,15 +55,32 @@ def cite(
         # invention) gets no citation by code, and the verifier removes it.
         chosen = by_code if citation_source == "code" else s.citations
         sentences.append(s.model_copy(update={"citations": chosen}))
+    out.draft = Draft(sentences=completed(question, sentences, evidence, out.notes))
+    return out
+
+
+def extracted(question: str, chosen: list[DraftSentence], evidence: list[EvidenceMessage]) -> Cited:
+    """The draft of an extract-style answer: the chosen sentences as they are (the mail's
+    own words, cited to their messages), completed as a written answer is."""
+    out = Cited(draft=Draft(sentences=[], style="extract"))
+    out.by_code = list(dict.fromkeys(m for s in chosen for m in s.citations))
+    out.draft = Draft(sentences=completed(question, chosen, evidence, out.notes), style="extract")
+    return out
+
+
+def completed(
+    question: str, sentences: list[DraftSentence], evidence: list[EvidenceMessage], notes: list[str]
+) -> list[DraftSentence]:
+    """``sentences`` with what code adds word for word from the mail (see the module),
+    each addition said in ``notes``."""
     detailed = with_details(question, sentences, evidence)
     whole = with_left_out(question, detailed, evidence)
-    completed = with_other_statements(question, whole, evidence)
+    out = with_other_statements(question, whole, evidence)
     if len(detailed) > len(sentences):
-        out.notes.append(f"added {len(detailed) - len(sentences)} sentence(s) of the answer's source with its details")
+        notes.append(f"added {len(detailed) - len(sentences)} sentence(s) of the answer's source with its details")
     if len(whole) > len(detailed):
-        out.notes.append("added a sentence of another message for the part of the question the answer leaves out")
-    disagreeing = [s for s in completed if s not in whole]
+        notes.append("added a sentence of another message for the part of the question the answer leaves out")
+    disagreeing = [s for s in out if s not in whole]
     if disagreeing:
-        out.notes.append(f"added {len(disagreeing)} statement(s) the answer disagrees with")
-    out.draft = Draft(sentences=completed)
+        notes.append(f"added {len(disagreeing)} statement(s) the answer disagrees with")
     return out

@@ -16,13 +16,14 @@ verifier as an ending, so every run finishes.
 from __future__ import annotations
 
 import time
+from functools import partial
 from typing import Literal
 
 from redis.asyncio import Redis
 
 from pmsearch.services.answerer import metrics
 from pmsearch.services.answerer.choice import chosen_statements
-from pmsearch.services.answerer.draft import cite
+from pmsearch.services.answerer.draft import cite, extracted
 from pmsearch.services.answerer.reply import follow_up, leaves_out_less, left_out, written
 from pmsearch.shared import extracts, prompts, streams
 from pmsearch.shared import passages as P
@@ -98,12 +99,10 @@ class Answerer:
             else:
                 ending, reason = "degraded", reply.error
         draft = None
-        if ending == "answer" and (req.chosen is not None or extract):
-            # The mail's own sentences: nothing to pad, attribute or complete.
-            draft = Draft(sentences=sentences, style="extract")
-            step.cited_by_code = list(dict.fromkeys(m for s in sentences for m in s.citations))
-        elif ending == "answer":
-            cited = cite(req.question, sentences, evidence, self.citation_source)
+        if ending == "answer":
+            # The mail's own sentences need no padding dropped and no sources chosen.
+            made = extracted if req.chosen is not None or extract else partial(cite, citation_source=self.citation_source)
+            cited = made(req.question, sentences, evidence)
             draft = cited.draft
             step.cited_by_model, step.cited_by_code = cited.by_model, cited.by_code
             step.note = "; ".join(filter(None, [step.note, *cited.notes])) or None

@@ -59,8 +59,8 @@ _DOUBLE_MARKS = re.compile('["“”„‟＂«»「」『』〝〞〟]')
 def extracted(m: EvidenceMessage, part: str, chosen: list[str]) -> DraftSentence:
     """Sentences the model chose of one part of a message (extract style), word for word
     as one statement, with who wrote them and when: the sender, and the author the
-    message quotes or forwards (``part`` as :mod:`pmsearch.shared.passages` names it),
-    or the attachment they come from. Never changed: set in quote marks its own quotes
+    message quotes or forwards (``part`` as :mod:`pmsearch.shared.passages` names it).
+    Never changed: set in quote marks its own quotes
     do not close, so the verifier finds the whole in the message."""
     kind, _, label = part.partition(":")
     sentence = " ".join(chosen)
@@ -70,8 +70,8 @@ def extracted(m: EvidenceMessage, part: str, chosen: list[str]) -> DraftSentence
     opening, closing = next(((o, c) for o, c in pairs if not marks & {o, c}), pairs[-1])
     d: datetime | None = m.date
     who = sender_name(m.sender) + (f", {d.day} {d.strftime('%B')}" if d else "")
+    # An attachment's name is no word of its message's text: the verifier would read
+    # "HM-88213.pdf" as a code no source holds. The citation names the part.
     if kind in ("quoted", "forwarded") and " from " in label:
         who += f", {kind} from {label.split(' from ', 1)[1]}"
-    elif kind == "attachment":
-        who += f", {label}"
     return DraftSentence(text=f"{who}: {opening}{sentence}{closing}", citations=[m.message_id])

@@ -25,13 +25,13 @@ def test_neighbouring_sentences_of_one_message_make_one_statement_with_who_and_w
     assert s.citations == ["m-accept"]
 
 
-def test_a_quoted_or_attached_sentence_names_where_it_comes_from():
+def test_a_quoted_sentence_names_its_author_and_an_attached_one_its_sender():
     quoted, attached = chosen_statements(
         [chosen("Please send the photos.", "quoted:quoted from Anna Weber"), chosen("Total: EUR 2,115.50", "attachment:decision.pdf")],
         [ACCEPT],
     )
     assert quoted.text == 'Sabine Roth, 3 April, quoted from Anna Weber: "Please send the photos."'
-    assert attached.text == 'Sabine Roth, 3 April, decision.pdf: "Total: EUR 2,115.50"'
+    assert attached.text == 'Sabine Roth, 3 April: "Total: EUR 2,115.50"'
 
 
 def test_a_sentence_of_a_message_outside_the_evidence_is_left_out():
