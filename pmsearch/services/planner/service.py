@@ -27,9 +27,12 @@ hybrid search and one answer call in the answerer, no decision at all.
 from __future__ import annotations
 
 import time
-from typing import Literal
+from collections.abc import Callable
+from functools import partial
+from typing import Any, Literal
 
 from pmsearch.services.planner import metrics
+from pmsearch.services.planner.attempts import carried, chosen
 from pmsearch.services.planner.filters import drop_unasked, has_filters
 from pmsearch.services.planner.repository import PlannerRepository
 from pmsearch.services.planner.schemas import RunState, call_models, search_model
@@ -40,9 +43,6 @@ from pmsearch.shared.llm import ModelClient
 from pmsearch.shared.llm.bookkeeping import ModelCall, call_model
 from pmsearch.shared.messages import (
     AnswerRequested,
-    CarriedAnswer,
-    CarriedChoice,
-    CarriedSentence,
     Ending,
     EvidenceMessage,
     ProgressEvent,
@@ -175,10 +175,10 @@ class Planner:
             if (now := self._still(held.state, turn, "judging")) is None:
                 return None, state
             if sentences:
-                search = await self._chose(now, reply, sentences, shown)
+                handed = partial(chosen, now, sentences, shown)
             else:
-                search = await self._attempted(now, reply, P.labels(shown), fence, list(state.notes))
-            if search:
+                handed = partial(carried, now, P.labels(shown), fence, list(state.notes))
+            if await self._attempted(now, reply, handed):
                 now.decision = "planning"
             phase = await self._next(now)
             held.save(now)
@@ -246,12 +246,10 @@ class Planner:
         state.trace.steps.append(trace)
         return trace
 
-    async def _attempted(
-        self, state: RunState, reply: ModelCall, labels: dict[str, str], fence: Fence, notes: list[str]
-    ) -> bool:
+    async def _attempted(self, state: RunState, reply: ModelCall, handed: Callable[[Any], str | None]) -> bool:
         """Take an answer attempt's reply (one step of the budget); True when a search
-        round should follow. An answer goes to the answerer as the model wrote it, with
-        what continuing its conversation takes (the fence, the notes the prompt showed)."""
+        round should follow. ``handed`` takes a usable reply: it hands the answer on in
+        ``state`` and returns the step's note, or None when the reply holds no answer."""
         state.next_step += 1
         state.steps_used += 1
         metrics.STEPS.labels("decide").inc()
@@ -262,47 +260,13 @@ class Planner:
             state.decision = "search" if reply.result == "invalid" else "degraded"
             state.reason = reply.error
             return False
-        said = [CarriedSentence(text=x.text, passages=list(x.passages)) for x in reply.value.answer]
-        if any(prompts.says_something(x.text) for x in said):
-            carried = CarriedAnswer(sentences=said, labels=labels, fence=fence.marker, notes=notes)
-            state.carried, state.decision = carried, "answer"
-        elif state.steps_used >= state.run.max_steps:
-            state.decision, state.reason = "give_up", "the model found that the mail does not answer this"
-        else:
+        note = handed(reply.value)
+        if note is None and state.steps_used < state.run.max_steps:
             trace.note = "no answer in the evidence yet"
             return True
-        trace.note = state.decision
-        await self._progress(state, trace.step)
-        return False
-
-    async def _chose(
-        self, state: RunState, reply: ModelCall, sentences: list[extracts.Labelled], shown: list[P.Passage]
-    ) -> bool:
-        """Take an extract-style attempt's reply (one step of the budget), as
-        :meth:`_attempted` takes a written one: the chosen sentences go to the answerer;
-        True when a search round should follow."""
-        state.next_step += 1
-        state.steps_used += 1
-        metrics.STEPS.labels("decide").inc()
-        trace = self._count(state, reply, "decide")
-        if reply.value is None:
-            state.decision = "search" if reply.result == "invalid" else "degraded"
-            state.reason = reply.error
-            return False
-        chosen = extracts.read_choice(list(reply.value.sentences), sentences)
-        if chosen:
-            held = extracts.coverage(state.run.question, chosen, shown)
-            state.chosen, state.decision = CarriedChoice(sentences=[s.chosen() for s in chosen]), "answer"
-            trace.note = (
-                f"answer: chose {', '.join(s.label for s in chosen)} "
-                f"(coverage {held.sentences:.2f}, with passages {held.passages:.2f})"
-            )
-        elif state.steps_used >= state.run.max_steps:
+        if note is None:
             state.decision, state.reason = "give_up", "the model found that the mail does not answer this"
-            trace.note = state.decision
-        else:
-            trace.note = "no answer in the evidence yet"
-            return True
+        trace.note = note or state.decision
         await self._progress(state, trace.step)
         return False
 
