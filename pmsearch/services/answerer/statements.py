@@ -33,11 +33,24 @@ def attachment_sentences(m: EvidenceMessage) -> list[str]:
     return [s for attachment in m.attachments for s in table_sentences(attachment.name, attachment.text)]
 
 
+# What is in a mail's own text and still no sender's prose: a patch trailer
+# ("Signed-off-by: ...", "Cc: ..."), a shell line ("$ make ..."), a diff's file list. A
+# sentence holding one was made of lines without stops run together.
+_NOT_PROSE = re.compile(
+    r"\b(?:[A-Z][a-z]+-)+by:\s|(?:^|\s)(?:Cc|Fixes|Link|Closes):\s|^\$\s|\s\|\s+\d+\s+[-+]+"
+)
+MIN_WORDS = 3  # fewer is a greeting, a name or a one-word sign-off: no statement
+
+
 def quotable(sentence: str) -> bool:
     """Whether ``sentence`` can be copied as a statement: a question states nothing,
-    a quote or a bracket inside would break ours, and a "sentence" of a page (mail
-    without full stops, a stranger's stuffed text) is no statement."""
-    return len(sentence) <= MAX_STATEMENT_CHARS and not sentence.endswith("?") and not _QUOTES.search(sentence)
+    a quote or a bracket inside would break ours, a "sentence" of a page (mail without
+    full stops, a stranger's stuffed text) is no statement, and neither is a line of
+    the mail that is not prose (a trailer, a shell line) or a word or two."""
+    return (
+        len(sentence) <= MAX_STATEMENT_CHARS and not sentence.endswith("?") and not _QUOTES.search(sentence)
+        and not _NOT_PROSE.search(sentence) and len(sentence.split()) >= MIN_WORDS
+    )
 
 
 def statement(m: EvidenceMessage, sentence: str) -> DraftSentence:

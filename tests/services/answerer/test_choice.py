@@ -54,3 +54,4 @@ def test_a_statement_of_the_mails_words_passes_the_verifier_and_the_answer_says_
     verdict = verify(draft, ev, question="What did the adjuster say about the payment?")
     assert [s.text for s in verdict.kept] == [draft.sentences[0].text] and not verdict.removed
     assert verdict.answer().style == "extract"
+
