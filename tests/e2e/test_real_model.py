@@ -29,6 +29,7 @@ from rich.console import Console
 from pmsearch.cli.demo import load_demo
 from pmsearch.cli.evaluation.command import question_ids
 from pmsearch.cli.evaluation.questions import load_questions
+from pmsearch.cli.evaluation.scoring import missing_facts
 from pmsearch.cli.stack import ROOT, Stack
 from pmsearch.shared.llm.local_server import DEFAULT_MODEL
 from tests.fixtures.stack import DEMO
@@ -90,3 +91,29 @@ def _eval(stack: Stack, set_path: Path, keys: Path, ids: list[str], floor: float
 def test_the_demo_sample_meets_its_floor_and_the_gates(real_stack, tmp_path):
     loop = _eval(real_stack, ROOT / "evals/demo.yaml", real_stack.var_dir / "demo-keys.json", DEMO_SAMPLE, DEMO_FLOOR, tmp_path)
     assert loop["answerable"] == 7 and loop["runs"] == 10
+
+
+def test_an_extract_style_answer_quotes_the_sentence_that_answers(real_stack):
+    """The real model choosing sentences (answer.style extract) on a question whose
+    answer is one message's opening: the answer is that message's words, every fact in
+    them, each quote found in the message cited."""
+    question = _QUICK["lyon-meeting"]
+    tenant = question.key.split("/")[0]
+    admin = {"Authorization": f"Bearer {real_stack.secrets.admin_token}"}
+    settings = f"{real_stack.gateway_url}/v1/admin/tenants/{tenant}/settings"
+    keys = json.loads((real_stack.var_dir / "demo-keys.json").read_text())
+    httpx.patch(settings, json={"answer.style": "extract"}, headers=admin, timeout=30).raise_for_status()
+    try:
+        resp = httpx.post(
+            f"{real_stack.gateway_url}/v1/search", json={"query": question.question, "mode": "agentic"},
+            headers={"Authorization": f"Bearer {keys[question.key]}"}, timeout=400,
+        )
+    finally:
+        httpx.patch(settings, json={"answer.style": "write"}, headers=admin, timeout=30).raise_for_status()
+    result = resp.json()
+    assert result["outcome"] == "answered", result
+    answer = result["answer"]
+    assert answer["style"] == "extract"
+    assert not missing_facts(question, answer["text"]), answer["text"]
+    for sentence in answer["sentences"]:
+        assert all(c["excerpt"]["matched_quote"] for c in sentence["citations"]), sentence
