@@ -32,7 +32,7 @@ LOG_SETTINGS = ("PM_LOG_FORMAT", "PM_LOG_LEVEL")
 # Passed to every service from the shell: how long finished runs stay readable, who
 # picks citations and how answers are made (so `pmsearch eval` can compare each on the
 # local stack).
-RUN_SETTINGS = ("PM_RUN_RETENTION_DAYS", "PM_CITATION_SOURCE", "PM_ANSWER_STYLE")
+RUN_SETTINGS = ("PM_RUN_RETENTION_DAYS", "PM_CITATION_SOURCE", "PM_ANSWER_STYLE", "PM_EXTRACT_MIN_COVERAGE")
 WORKERS = {
     "searcher": "pmsearch.services.searcher.worker",
     "planner": "pmsearch.services.planner.worker",

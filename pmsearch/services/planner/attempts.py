@@ -1,6 +1,7 @@
 """What an answer attempt's usable reply hands to the answerer, in either answer style:
-each function records the answer in the run's state and returns the step's note, or
-None when the reply holds no answer (a search round or the end follows)."""
+each function records the answer in the run's state (deciding ``answer``) when the
+reply holds one, and returns the step's note, if any (a search round or the end follows
+a reply without an answer)."""
 
 from __future__ import annotations
 
@@ -24,15 +25,22 @@ def carried(state: RunState, labels: dict[str, str], fence: Fence, notes: list[s
     return state.decision
 
 
-def chosen(state: RunState, sentences: list[extracts.Labelled], shown: list[P.Passage], reply: Any) -> str | None:
+def chosen(
+    state: RunState, sentences: list[extracts.Labelled], shown: list[P.Passage], min_coverage: float, reply: Any
+) -> str | None:
     """An extract-style choice goes on as the sentences code showed, noted with how much
-    of the question they hold (see :mod:`pmsearch.shared.extracts`)."""
+    of the question they hold with their passages (:func:`pmsearch.shared.extracts.coverage`).
+    The small model chooses something for every question, also one the mail does not
+    answer: a choice holding less than ``min_coverage`` is no answer."""
     picked = extracts.read_choice(list(reply.sentences), sentences)
     if not picked:
         return None
     held = extracts.coverage(state.run.question, picked, shown)
-    state.chosen, state.decision = CarriedChoice(sentences=[s.chosen() for s in picked]), "answer"
-    return (
-        f"answer: chose {', '.join(s.label for s in picked)} "
+    note = (
+        f"chose {', '.join(s.label for s in picked)} "
         f"(coverage {held.sentences:.2f}, with passages {held.passages:.2f})"
     )
+    if held.passages < min_coverage:
+        return f"no answer: {note}, under {min_coverage:.2f}"
+    state.chosen, state.decision = CarriedChoice(sentences=[s.chosen() for s in picked]), "answer"
+    return f"answer: {note}"

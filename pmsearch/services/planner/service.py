@@ -82,10 +82,14 @@ def first_search(question: str, strategy: str = "loop") -> ToolCall:
 
 
 class Planner:
-    def __init__(self, repo: PlannerRepository, model: ModelClient, texts: prompts.PromptSettings | None = None) -> None:
+    def __init__(
+        self, repo: PlannerRepository, model: ModelClient, texts: prompts.PromptSettings | None = None,
+        min_coverage: float = 0.0,
+    ) -> None:
         self.repo = repo
         self.model = model
         self.texts = texts or prompts.prompt_settings()
+        self.min_coverage = min_coverage  # see attempts.chosen
 
     # ------------------------------------------------------------ entry points
 
@@ -175,7 +179,7 @@ class Planner:
             if (now := self._still(held.state, turn, "judging")) is None:
                 return None, state
             if sentences:
-                handed = partial(chosen, now, sentences, shown)
+                handed = partial(chosen, now, sentences, shown, self.min_coverage)
             else:
                 handed = partial(carried, now, P.labels(shown), fence, list(state.notes))
             if await self._attempted(now, reply, handed):
@@ -249,7 +253,7 @@ class Planner:
     async def _attempted(self, state: RunState, reply: ModelCall, handed: Callable[[Any], str | None]) -> bool:
         """Take an answer attempt's reply (one step of the budget); True when a search
         round should follow. ``handed`` takes a usable reply: it hands the answer on in
-        ``state`` and returns the step's note, or None when the reply holds no answer."""
+        ``state`` (deciding ``answer``) or not, and returns the step's note, if any."""
         state.next_step += 1
         state.steps_used += 1
         metrics.STEPS.labels("decide").inc()
@@ -261,10 +265,11 @@ class Planner:
             state.reason = reply.error
             return False
         note = handed(reply.value)
-        if note is None and state.steps_used < state.run.max_steps:
-            trace.note = "no answer in the evidence yet"
+        answered = state.decision == "answer"
+        if not answered and state.steps_used < state.run.max_steps:
+            trace.note = note or "no answer in the evidence yet"
             return True
-        if note is None:
+        if not answered:
             state.decision, state.reason = "give_up", "the model found that the mail does not answer this"
         trace.note = note or state.decision
         await self._progress(state, trace.step)

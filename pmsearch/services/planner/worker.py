@@ -29,7 +29,7 @@ def build_app(
     settings = settings or planner_settings()
     stage = model_stage("planner", settings, consumer=consumer, policy=policy, model=model)
     worker, redis, model = stage.worker, stage.redis, stage.model
-    planner = Planner(PlannerRepository(redis), model)
+    planner = Planner(PlannerRepository(redis), model, min_coverage=settings.extract_min_coverage)
 
     async def on_run(req: RunRequested, delivery: Delivery) -> None:
         await planner.start(req)

@@ -260,6 +260,19 @@ async def test_an_extract_attempt_choosing_nothing_on_its_last_step_ends_the_run
     assert await handed_to_answerer(redis, req) == []
 
 
+async def test_a_choice_holding_too_little_of_the_question_is_no_answer(redis, scripted_model):
+    model = ModelClient(settings(scripted_model.base_url, model_retries=0))
+    strict = Planner(PlannerRepository(redis), model, min_coverage=0.9)
+    scripted_model.set_script(choosing(lambda shown: [label for label, text in shown if "photos" in text]))
+    req = await start(strict, answer_style="extract", max_steps=1)
+    await found(strict, req, 0, PHOTOS, ACCEPT)
+    out = await ended(redis, req)
+    assert out.ending == "insufficient_evidence"
+    decide = next(t for t in out.trace.steps if t.kind == "decide")
+    assert decide.note.startswith("no answer: chose S1 (coverage ") and decide.note.endswith("under 0.90")
+    await model.aclose()
+
+
 # ---------------------------------------------------------------- the search round
 
 
