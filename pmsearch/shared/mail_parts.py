@@ -267,8 +267,8 @@ def blank_except(body: str, *kinds: Kind) -> str:
 def quotes_where(body: str, keep: Callable[[str], bool]) -> str:
     """``body`` with every line blanked but the quoted stretches (consecutive quoted
     lines of one author) that ``keep`` accepts, given each stretch's text, each with the
-    attribution line above it (it names who is quoted): the same length and offsets,
-    like :func:`blank_except`."""
+    attribution line above it (it names who is quoted), their quote markers blanked: the
+    same length and offsets, like :func:`blank_except`."""
     lines = body.split("\n")
     found, authors = _classify([line.rstrip("\r") for line in lines])
     out = [" " * len(line) for line in lines]
@@ -279,9 +279,18 @@ def quotes_where(body: str, keep: Callable[[str], bool]) -> str:
                 first = start
                 while first > 0 and found[first - 1] is Kind.ATTRIBUTION:
                     first -= 1
-                out[first:k] = lines[first:k]
+                out[first:k] = [_QUOTE_MARKS.sub(_spaces, line) for line in lines[first:k]]
             start = k
     return "\n".join(out)
+
+
+# A quoted line's markers ("> ", ">> "), blanked so that a quoted sentence wrapped over
+# lines reads as the words it is, as the passages show it.
+_QUOTE_MARKS = re.compile(r"^[ \t]*(?:>[ \t]?)+")
+
+
+def _spaces(mark: re.Match[str]) -> str:
+    return " " * len(mark.group())
 
 
 def _classify(lines: list[str]) -> tuple[list[Kind], list[str]]:

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from pmsearch.services.searcher.ingest.parser import parse_message
-from pmsearch.shared.mail_parts import Kind, author_of, searchable_text, split_mail
+from pmsearch.shared.mail_parts import Kind, author_of, quotes_where, searchable_text, split_mail
 
 MAIL = Path(__file__).resolve().parents[2] / "evals" / "real" / "mail"
 
@@ -200,3 +200,11 @@ def test_the_author_is_read_off_the_attribution(line, name):
 )
 def test_a_piece_of_a_body_is_found_by_its_senders_words(text, searchable):
     assert searchable_text(text) == searchable
+
+
+def test_kept_quoted_lines_lose_their_markers_and_keep_their_offsets():
+    body = "Thanks.\n\nOn Monday, Anna wrote:\n> The payment is due\n>> on 5 May.\nBest, Tom"
+    kept = quotes_where(body, lambda quote: True)
+    assert len(kept) == len(body)
+    assert "The payment is due" in kept and "on 5 May." in kept and ">" not in kept
+    assert kept.index("on 5 May.") == body.index("on 5 May.")
