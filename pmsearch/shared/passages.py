@@ -142,14 +142,13 @@ def _date(d: datetime | None) -> str:
     return d.strftime("%Y-%m-%d %a") if d else "undated"
 
 
-def _without_held_quotes(units_of: dict[str, list[_Unit]]) -> dict[str, list[_Unit]]:
+def _without_held_quotes(units_of: dict[str, list[_Unit]], evidence: list[EvidenceMessage]) -> dict[str, list[_Unit]]:
     """Each message's units less what it quotes of another message of the evidence
-    (:func:`pmsearch.shared.relevance.held`, as the verifier reads it), and less each
-    quoted sentence another message says word for word: the original speaks for itself,
-    under its sender."""
-    own = {mid: [u for u in units if not u.quote] for mid, units in units_of.items()}
-    words = {mid: frozenset().union(*(u.terms for u in units)) for mid, units in own.items()}
-    said = {u.text.casefold() for units in own.values() for u in units}
+    (:func:`pmsearch.shared.relevance.held` against the others' own words, exactly as the
+    verifier weighs the quotes it accepts), and less each quoted sentence another
+    message says word for word: the original speaks for itself, under its sender."""
+    words = relevance.own_terms({m.message_id: m.body for m in evidence})
+    said = {u.text.casefold() for units in units_of.values() for u in units if not u.quote}
 
     def shown(mid: str, u: _Unit) -> bool:
         if not u.quote:
@@ -281,7 +280,7 @@ def build(
     their most relevant message (see :func:`_by_relevance`), each thread's messages
     oldest first, so the model reads how a matter developed and where it ended."""
     evidence = list({m.message_id: m for m in evidence}.values())
-    units_of = _without_held_quotes({m.message_id: _units(m) for m in evidence})
+    units_of = _without_held_quotes({m.message_id: _units(m) for m in evidence}, evidence)
     weights = relevance.Weights.of(question, (u.terms for units in units_of.values() for u in units))
     ranked = _by_relevance(weights, evidence, units_of, frozenset(first))
     threads: dict[str, list[EvidenceMessage]] = {}

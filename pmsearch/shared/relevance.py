@@ -17,12 +17,13 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 
 from stop_words import get_stop_words
 
+from pmsearch.shared.text.mail import own_text
 from pmsearch.shared.text.question import CODE
 from pmsearch.shared.text.words import prefix_stems
 from pmsearch.shared.textcache import cached_text
@@ -62,6 +63,13 @@ def _terms(text: str) -> frozenset[str]:
 # A quote whose words another message's own words hold this share of quotes that
 # message: its original is in view.
 HELD_SHARE = 0.9
+
+
+def own_terms(bodies: Mapping[str, str]) -> dict[str, frozenset[str]]:
+    """The terms of each message's own words (:func:`pmsearch.shared.text.mail.own_text`),
+    by message id: what :func:`held` weighs a quote against, the same for the passages
+    that show quotes and the verifier that accepts them."""
+    return {mid: terms(own_text(body)) for mid, body in bodies.items()}
 
 
 def held(quote: frozenset[str], others: Iterable[frozenset[str]]) -> bool:

@@ -256,7 +256,7 @@ class Sources:
     def _held(self, quote: str, message_id: str) -> bool:
         """Whether another evidence message says ``quote`` in its own words."""
         if self._own_terms is None:
-            self._own_terms = {k: relevance.terms(own_text(m.body)) for k, m in self._evidence.items()}
+            self._own_terms = relevance.own_terms({k: m.body for k, m in self._evidence.items()})
         others = (terms for k, terms in self._own_terms.items() if k != message_id)
         return relevance.held(relevance.terms(quote), others)
 

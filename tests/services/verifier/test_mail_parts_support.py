@@ -77,3 +77,25 @@ def test_a_quote_of_a_message_not_in_the_evidence_supports_what_it_says_as_quote
 def test_a_quote_of_a_message_in_the_evidence_supports_nothing_in_the_reply():
     draft = Draft(sentences=[DraftSentence(text='Joe wrote that "the timer callback already holds it".', citations=["m-reply"])])
     assert not verify(draft, EVIDENCE, question="What did Joe say about the lock?").kept
+
+
+def test_every_quoted_sentence_the_passages_show_is_one_the_verifier_finds_as_quoted():
+    from pmsearch.services.verifier.sources import Sources
+    from pmsearch.shared import passages as P
+    from pmsearch.shared.text.quotes import Quote
+
+    unknown = message(
+        "m-ping",
+        "Ping?\n\nOn 10 Feb, Yang wrote:\n> Hi Michael,\n>\n> Would you please take this patch? The kernel\n"
+        "> change has been upstreamed.\n>\n> > Acked-by: Michal Hocko <mhocko@example.org>\n",
+        subject="Re: [PATCH v3] move_pages.2: positive return value", sender="Yang Shi <yang@example.org>",
+        date=datetime(2020, 3, 10, tzinfo=UTC),
+    )
+    evidence = {**EVIDENCE, unknown.message_id: unknown}
+    shown = P.build("Who acked the move_pages patch and did anyone object to the lock?", list(evidence.values()),
+                    budget=10_000)
+    quoted = [(p.message_id, text) for p in shown for part, text in p.sentences if part.startswith("quoted")]
+    assert quoted, "the quote of a message the mailbox does not hold is shown"
+    sources = Sources(evidence)
+    for message_id, text in quoted:
+        assert sources[message_id].find_quote(Quote(text, 0, len(text)).fragments()) is not None, text
