@@ -24,6 +24,7 @@ from pmsearch.cli.evaluation.drafts import admin_client, for_report
 from pmsearch.cli.evaluation.questions import Question, corpus_message_ids, load_questions, resolve_supporting
 from pmsearch.services.verifier import rules, service
 from pmsearch.services.verifier.decide import decide
+from pmsearch.services.verifier.question import Pinned
 from pmsearch.shared.settings import cli_settings
 
 # The rules of the answer as a whole, switched off by name (pmsearch/services/verifier/service.py).
@@ -33,13 +34,11 @@ ANSWER_RULES = ("answer_removed", "asked_figure_missing")
 PARTS = {
     "off_question: what the question pins": ("off_question", lambda *a, **k: None),
     "off_question: the question's words off the thread": ("off_topic", lambda *a, **k: None),
-    "off_question: what a when/how-much question asks of": ("asked_of", lambda *a, **k: None),
 }
 # What the question pins (pmsearch/services/verifier/question.py), each cleared in turn: the field
 # of ``Pinned`` and its empty value.
 PINS = {
-    "codes": (), "names": (), "months": (), "quarters": (), "weeks": (), "versions": (), "identifies": (),
-    "speakers": (), "kinds": (), "which": (), "amount_of": (), "polar": False, "asks": None,
+    f.name: f.default for f in dataclasses.fields(Pinned) if f.name != "words"
 }
 
 
