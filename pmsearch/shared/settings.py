@@ -207,8 +207,9 @@ class ModelSettings(ServiceSettings):
 class PlannerSettings(ModelSettings):
     # An extract-style choice whose sentences, with their passages, hold less than this
     # share of the question's weighted words (pmsearch.shared.extracts.coverage) is no
-    # answer: a search round follows, or the run ends unanswered. 0 takes every choice.
-    extract_min_coverage: float = Field(default=0.0, ge=0.0, le=1.0)
+    # answer: a search round follows, or the run ends unanswered. 0 takes every choice;
+    # the default is calibrated on the real set's dev half (docs/evaluation.md).
+    extract_min_coverage: float = Field(default=0.3, ge=0.0, le=1.0)
 
 
 class AnswererSettings(ModelSettings):
