@@ -378,6 +378,10 @@ class DraftSentence(Contract):
     # leaves out: the index of that sentence. Without it the detail answers nothing, so
     # the verifier removes it with that sentence (``answer_removed``).
     completes: int | None = Field(default=None, ge=0)
+    # Set by code on a later sentence the model wrote after the answer (sentence 0): what
+    # it adds rests on the answer, so the verifier removes it when that goes
+    # (``answer_removed``), but it is checked against the question like the answer.
+    follows: int | None = Field(default=None, ge=0)
 
 
 class Draft(Contract):

@@ -39,16 +39,13 @@ def cite(
         out.notes.append(f"dropped {len(written) - len(kept) - repeated} sentence(s) that do not address the question")
     sentences = []
     by_id = {m.message_id: m for m in evidence}
-    first_stands = False
-    for i, s in enumerate(kept):
-        if s.completes is not None and not first_stands:
-            out.notes.append("dropped a sentence that completes a dropped one")
-            continue  # the answer it completes went: alone it answers nothing
+    for s in kept:
         by_code = attribute(s.text, evidence, preferred=s.citations)
         if by_code and echoes_header(s.text, by_id[by_code[0]]):
             out.notes.append("dropped a sentence that only repeats a message's header")
             continue
-        first_stands = first_stands or i == 0
+        if not sentences:
+            s = s.model_copy(update={"follows": None})  # an echoed header was no answer: this one is
         out.by_model += [m for m in s.citations if m not in out.by_model]
         out.by_code += [m for m in by_code if m not in out.by_code]
         # A sentence no evidence message shares anything with (a template echo, an

@@ -9,11 +9,11 @@ deductible." "The deductible is EUR 225.00."). A small model pads its answer wit
 whatever another passage says ("Priya Nair has three applications for the dispatcher
 role" after the flight to Hamburg), which is true of its source and answers nothing.
 
-A later sentence kept only for the part it adds to the first (the left-out part, the
-figure of the first sentence's subject) answers nothing on its own: it is marked as
-completing the first (``completes``), and the verifier removes it when the first goes
-(a removed "glass cover for the van is not insured" leaves "We pay EUR 3,180.00", the
-bodywork's amount, as if it were the price asked for).
+Every later sentence kept rests on the first (``follows``): the verifier removes it
+when the first goes. What the model adds to an answer it got wrong is no answer of its
+own (a removed "glass cover for the van is not insured" leaves "We pay EUR 3,180.00", the
+bodywork's amount, or the windscreen's uninsured EUR 890.00, as if it were the price
+asked for).
 """
 
 from __future__ import annotations
@@ -52,29 +52,21 @@ def answering(question: str, written: list[DraftSentence]) -> tuple[list[DraftSe
             kept[same] = kept[same].model_copy(update={"citations": merged})
             repeated += 1
             continue
-        way = _addresses(question, [k.text for k in kept], s.text)
-        if way == _ON_ITS_OWN:
-            kept.append(s)
-        elif way == _WITH_THE_FIRST:
-            kept.append(s.model_copy(update={"completes": 0}))
+        elif _addresses(question, [k.text for k in kept], s.text):
+            kept.append(s.model_copy(update={"follows": 0}))
     return kept, repeated
 
 
-# How a later sentence answers: by itself (it restates what the question is about), or
-# only with the first sentence (it adds a part or a figure to it).
-_ON_ITS_OWN, _WITH_THE_FIRST = "own", "first"
-
-
-def _addresses(question: str, before: list[str], sentence: str) -> str | None:
-    """How a later answer sentence answers the question, None when it only pads it (see
+def _addresses(question: str, before: list[str], sentence: str) -> bool:
+    """Whether a later answer sentence answers the question rather than padding it (see
     the module)."""
     wanted = prefix_stems(question)
     own = prefix_stems(sentence)
     if len(own & wanted) >= min(len(wanted), max(2, len(wanted) // 2)):
-        return _ON_ITS_OWN
+        return True
     if len(missing(question, [*before, sentence])) < len(missing(question, before)):
-        return _WITH_THE_FIRST
+        return True
     if set(codes(sentence)) - set(codes(" ".join([question, *before]))):
-        return None  # a code nothing before names is another thing's: "claim CLM-2023-48810 was settled"
+        return False  # a code nothing before names is another thing's: "claim CLM-2023-48810 was settled"
     subject = {w for w in (own & prefix_stems(before[0])) - wanted - _NOT_A_SUBJECT if not w.isdigit()}
-    return _WITH_THE_FIRST if _DIGIT.search(sentence) and subject else None
+    return bool(_DIGIT.search(sentence)) and bool(subject)

@@ -42,10 +42,11 @@ removes it. The rules run in the order of ``rules.RULES`` over the sentence's fa
    not say it too (else ``superseded``, offending: the old figure or word; see
    :mod:`.corrections`).
 
-A sentence code added for the details an earlier one leaves out, or a later written
-sentence kept only for the part it adds to the first (``completes``, see
-``pmsearch/services/answerer/details.py``, ``left_out.py`` and ``padding.py``), goes when
-that sentence goes (``answer_removed``): a source's particulars answer nothing on their own. For the same
+A sentence code added for the details an earlier one leaves out (``completes``, see
+``pmsearch/services/answerer/details.py`` and ``left_out.py``), or a later sentence the
+model wrote after the answer (``follows``, see ``padding.py``), goes when that sentence
+goes (``answer_removed``): a source's particulars answer nothing on their own, and what
+the model added to an answer that did not stand rests on nothing. For the same
 reason its own message need not name the question's code (rule 8): the sentence
 it completes does ("the chairs invoice was paid today" completing the answer about
 INV-2024-0173). ``completes`` must name an earlier sentence of the draft, else the
@@ -115,9 +116,9 @@ class Verdict(Contract):
         return Answer(text=" ".join(s.text for s in self.kept), sentences=self.kept, style=self.style)
 
 
-def _units(draft: Draft) -> list[tuple[str, list[str], list[str], bool, int | None]]:
+def _units(draft: Draft) -> list[tuple[str, list[str], list[str], bool, int | None, bool]]:
     """(text, inherited IDs, malformed citation entries, structured?, the unit it
-    completes) per draft unit.
+    rests on, whether it completes that unit with code's details) per draft unit.
 
     Structured sentences win over free text when both are given: they are the more
     explicit statement of what the model meant to cite.
@@ -126,9 +127,10 @@ def _units(draft: Draft) -> list[tuple[str, list[str], list[str], bool, int | No
         units = []
         for item in draft.sentences:
             ids, malformed = parse_structured(item.citations)
-            units.append((item.text, ids, malformed, True, item.completes))
+            rests = item.completes if item.completes is not None else item.follows
+            units.append((item.text, ids, malformed, True, rests, item.completes is not None))
         return units
-    return [(draft.text or "", [], [], False, None)]
+    return [(draft.text or "", [], [], False, None, False)]
 
 
 def _content_words(norm_text: str) -> frozenset[str]:
@@ -187,7 +189,7 @@ def verify(
     verdict = Verdict(style=draft.style)
     kept_by_unit: list[list[AnswerSentence]] = []
     completing: list[tuple[int, int]] = []  # (unit, the unit it completes)
-    for unit, (text, inherited, malformed, structured, completes) in enumerate(_units(draft)):
+    for unit, (text, inherited, malformed, structured, completes, details) in enumerate(_units(draft)):
         sentences = split_sentences(text)
         if not sentences and structured:
             verdict.removed.append(RemovedSentence(text=text, reason="empty_sentence"))
@@ -206,7 +208,7 @@ def verify(
             # A sentence code added to complete another is about what that one is about,
             # which names the question's codes, and goes if that one goes: Bob's
             # "the chairs invoice was paid today" completes the answer about INV-2024-0173.
-            own = dataclasses.replace(pins, codes=()) if completes is not None else pins
+            own = dataclasses.replace(pins, codes=()) if details else pins
             outcome = _check(sentence.text, inherited, malformed, sources, unsupported_threshold, own)
             if isinstance(outcome, AnswerSentence):
                 verdict.kept.append(outcome)

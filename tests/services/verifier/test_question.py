@@ -653,3 +653,15 @@ def test_what_the_question_asks_about_is_not_taken_from_a_forward() -> None:
     )
     assert [(r.reason, r.offending) for r in verdict.removed] == [("off_question", "gara")]
 
+
+
+def test_what_the_model_added_after_an_answer_goes_with_it_and_still_needs_the_questions_code() -> None:
+    ev = evidence()
+    gone = Draft(sentences=[DraftSentence(text="The Golf claim was paid by a unicorn in Berlin.", citations=[M5]),
+                            DraftSentence(text=f'Anna Schmidt: "{SETTLED}"', citations=[M5], follows=0)])
+    verdict = verify(gone, ev, question="Was the Golf claim settled?")
+    assert [r.reason for r in verdict.removed] == ["unsupported_claim", "answer_removed"] and not verdict.kept
+    unnamed = Draft(sentences=[DraftSentence(text=f'Anna Schmidt: "{SETTLED}"', citations=[M5]),
+                               DraftSentence(text="The claim is accepted.", citations=[M1], follows=0)])
+    verdict = verify(unnamed, ev, question="Was claim CLM-2024-55817 settled?")
+    assert [r.reason for r in verdict.removed] == ["off_question"]
