@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import logging
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 from redis.asyncio import Redis
 from redis.exceptions import RedisError
@@ -82,14 +83,22 @@ class GatewayRepository:
 
     async def tenant_settings(self, tenant_id: str) -> TenantSettings:
         """The tenant's settings: what an administrator set, the deployment's defaults for the rest."""
-        raw = await self._redis.get(_tenant(tenant_id))
-        if not raw:
-            return self._defaults
-        merged = self._defaults.model_dump() | TenantSettings.model_validate_json(raw).model_dump(exclude_unset=True)
-        return TenantSettings.model_validate(merged)
+        return TenantSettings.model_validate(self._defaults.model_dump() | await self.tenant_overrides(tenant_id))
 
-    async def save_tenant_settings(self, tenant_id: str, settings: TenantSettings) -> None:
-        await self._redis.set(_tenant(tenant_id), settings.model_dump_json(by_alias=True))
+    async def tenant_overrides(self, tenant_id: str) -> dict[str, Any]:
+        """What an administrator set for the tenant, by field name; nothing else."""
+        raw = await self._redis.get(_tenant(tenant_id))
+        return TenantSettings.model_validate_json(raw).model_dump(exclude_unset=True) if raw else {}
+
+    async def save_tenant_overrides(self, tenant_id: str, overrides: dict[str, Any]) -> TenantSettings:
+        """Record ``overrides`` as what an administrator set, and only that: a setting
+        left unset follows the deployment's default, also after that default changes.
+        Returns the settings the tenant now has (refused, as any body, when invalid)."""
+        merged = TenantSettings.model_validate(self._defaults.model_dump() | overrides)
+        await self._redis.set(
+            _tenant(tenant_id), TenantSettings.model_validate(overrides).model_dump_json(by_alias=True, exclude_unset=True)
+        )
+        return merged
 
     async def take_cap(self, tenant_id: str, cap: int) -> int | None:
         """Take one unit of today's cap; the units used, or None when it is spent.

@@ -88,10 +88,8 @@ class AdminService:
         return await self.repo.tenant_settings(tenant_id)
 
     async def patch_tenant_settings(self, tenant_id: str, patch: TenantSettingsPatch) -> TenantSettings:
-        current = await self.repo.tenant_settings(tenant_id)
-        updated = TenantSettings.model_validate(current.model_dump() | patch.model_dump(exclude_none=True))
-        await self.repo.save_tenant_settings(tenant_id, updated)
-        return updated
+        overrides = await self.repo.tenant_overrides(tenant_id) | patch.model_dump(exclude_none=True)
+        return await self.repo.save_tenant_overrides(tenant_id, overrides)
 
     async def ingest(self, batch: IngestBatch) -> IngestResult:
         for i, raw in enumerate(batch.raw):
