@@ -198,7 +198,7 @@ def verify(
             # Only an earlier sentence can be completed; any other index would let a
             # sentence skip the question's codes and stand on its own.
             verdict.removed.extend(
-                RemovedSentence(text=sentence.text, reason="malformed", offending=f"completes={completes}")
+                RemovedSentence(text=sentence.text, reason="malformed", offending=f"{'completes' if details else 'follows'}={completes}")
                 for sentence in sentences
             )
             continue
