@@ -2,14 +2,14 @@
 
 The model chose labels; code made them the mail's sentences (:mod:`pmsearch.shared.extracts`),
 and here each run of chosen sentences of one message part becomes one statement, word for
-word with who wrote it and when (:func:`.statements.extracted`), cited to its message. No
+word with who wrote it and when (:func:`.statements.chosen_statement`), cited to its message. No
 sentence is written by the model, so none is padded, attributed or completed: the
 verifier checks each like any quote, and the question's rules still apply.
 """
 
 from __future__ import annotations
 
-from pmsearch.services.answerer.statements import extracted
+from pmsearch.services.answerer.statements import chosen_statement
 from pmsearch.shared.messages import ChosenSentence, DraftSentence, EvidenceMessage
 
 
@@ -25,4 +25,4 @@ def chosen_statements(chosen: list[ChosenSentence], evidence: list[EvidenceMessa
             runs[-1][2].append(s.text)
         else:
             runs.append((s.message_id, s.part, [s.text]))
-    return [extracted(by_id[mid], part, texts) for mid, part, texts in runs]
+    return [chosen_statement(by_id[mid], part, texts) for mid, part, texts in runs]

@@ -55,10 +55,13 @@ def quotable(sentence: str) -> bool:
 
 def statement(m: EvidenceMessage, sentence: str) -> DraftSentence:
     """``sentence`` word for word, with who wrote it and when, cited to its message."""
+    return DraftSentence(text=f'{_who_and_when(m)}: "{sentence}"', citations=[m.message_id])
+
+
+def _who_and_when(m: EvidenceMessage) -> str:
+    """"Sabine Roth, 3 April": the sender's name and the day the message was sent."""
     d: datetime | None = m.date
-    who = sender_name(m.sender)
-    text = f'{who}, {d.day} {d.strftime("%B")}: "{sentence}"' if d else f'{who}: "{sentence}"'
-    return DraftSentence(text=text, citations=[m.message_id])
+    return sender_name(m.sender) + (f", {d.day} {d.strftime('%B')}" if d else "")
 
 
 
@@ -69,20 +72,19 @@ _OUTER_QUOTES = (('"', '"'), ("«", "»"), ("「", "」"))
 _DOUBLE_MARKS = re.compile('["“”„‟＂«»「」『』〝〞〟]')
 
 
-def extracted(m: EvidenceMessage, part: str, chosen: list[str]) -> DraftSentence:
+def chosen_statement(m: EvidenceMessage, part: str, chosen: list[str]) -> DraftSentence:
     """Sentences the model chose of one part of a message (extract style), word for word
     as one statement, with who wrote them and when: the sender, and the author the
     message quotes or forwards (``part`` as :mod:`pmsearch.shared.passages` names it).
-    Never changed: set in quote marks its own quotes
-    do not close, so the verifier finds the whole in the message."""
+    Never changed: set in quote marks its own quotes do not close, so the verifier finds
+    the whole in the message."""
     kind, _, label = part.partition(":")
     sentence = " ".join(chosen)
     marks = set(_DOUBLE_MARKS.findall(sentence))
     # A straight quote is closed by any double quote inside; the others only by their own.
     pairs = _OUTER_QUOTES[1:] if marks else _OUTER_QUOTES
     opening, closing = next(((o, c) for o, c in pairs if not marks & {o, c}), pairs[-1])
-    d: datetime | None = m.date
-    who = sender_name(m.sender) + (f", {d.day} {d.strftime('%B')}" if d else "")
+    who = _who_and_when(m)
     # An attachment's name is no word of its message's text: the verifier would read
     # "HM-88213.pdf" as a code no source holds. The citation names the part.
     if kind in ("quoted", "forwarded") and " from " in label:

@@ -188,22 +188,22 @@ def verify(
     pins = pinned(question)
     verdict = Verdict(style=draft.style)
     kept_by_unit: list[list[AnswerSentence]] = []
-    completing: list[tuple[int, int]] = []  # (unit, the unit it completes)
-    for unit, (text, inherited, malformed, structured, completes, details) in enumerate(_units(draft)):
+    completing: list[tuple[int, int]] = []  # (unit, the unit it rests on)
+    for unit, (text, inherited, malformed, structured, rests, details) in enumerate(_units(draft)):
         sentences = split_sentences(text)
         if not sentences and structured:
             verdict.removed.append(RemovedSentence(text=text, reason="empty_sentence"))
         kept_by_unit.append([])
-        if completes is not None and completes >= unit:
+        if rests is not None and rests >= unit:
             # Only an earlier sentence can be completed; any other index would let a
             # sentence skip the question's codes and stand on its own.
             verdict.removed.extend(
-                RemovedSentence(text=sentence.text, reason="malformed", offending=f"{'completes' if details else 'follows'}={completes}")
+                RemovedSentence(text=sentence.text, reason="malformed", offending=f"{'completes' if details else 'follows'}={rests}")
                 for sentence in sentences
             )
             continue
-        if completes is not None:
-            completing.append((unit, completes))
+        if rests is not None:
+            completing.append((unit, rests))
         for sentence in sentences:
             # A sentence code added to complete another is about what that one is about,
             # which names the question's codes, and goes if that one goes: Bob's
@@ -215,8 +215,8 @@ def verify(
                 kept_by_unit[unit].append(outcome)
             else:
                 verdict.removed.append(outcome)
-    for unit, completes in completing:
-        if completes < unit and not kept_by_unit[completes] and "answer_removed" not in SWITCHED_OFF:
+    for unit, rests in completing:
+        if rests < unit and not kept_by_unit[rests] and "answer_removed" not in SWITCHED_OFF:
             # A source's details added to a sentence that did not stand: on their own
             # they answer nothing ("EUR 1,260.00 for 42 broken tiles" under a removed
             # "the damaged stock in hall B was worth ...").
