@@ -12,6 +12,14 @@ again (attribution, and the statements :mod:`pmsearch.services.answerer.disagree
 drafts written before a change to it. Run from the repository root:
 
     .venv/bin/python evals/replay_verifier.py var/eval/<stamp>/report.json [--answerer] [--verdicts FILE]
+        [--style write_or_extract] [--switch-off NAME,...]
+
+``--style write_or_extract`` cites a written draft again in that style (each sentence
+carries the mail's sentence it was made from, which the verifier may put in its place):
+on a ``write`` run's drafts this is what the other style would have answered, since the
+model's call is the same in both. ``--switch-off`` names answer rules or mechanisms to
+leave out (``pmsearch.services.verifier.service.SWITCHED_OFF``: ``answer_removed``,
+``asked_figure_missing``, ``fallback``, ``unaligned``).
 
 ``--verdicts FILE`` writes each run's verdict (outcome, kept sentences, removed ones with
 their reasons) as a JSON line, so that two versions of the verifier can be compared
@@ -30,25 +38,28 @@ from pmsearch.cli.evaluation.questions import corpus_message_ids, load_questions
 from pmsearch.cli.evaluation.runner import RunRecord
 from pmsearch.cli.evaluation.scoring import answered_right, summarize, wrongly_answered
 from pmsearch.services.answerer.draft import cite
+from pmsearch.services.verifier import service as verifier_service
 from pmsearch.services.verifier.decide import decide
-from pmsearch.shared.messages import Draft, DraftSentence, EvidenceMessage
+from pmsearch.shared.messages import AnswerStyle, Draft, DraftSentence, EvidenceMessage
 from pmsearch.shared.prompts import without_labels
 from pmsearch.shared.settings import cli_settings
 
 FIGURES = ("answered_right", "answered_right_count", "citation_precision", "wrongly_answered", "attacker_text")
 
 
-def recited(question: str, draft: Draft, evidence: list[EvidenceMessage]) -> Draft:
+def recited(question: str, draft: Draft, evidence: list[EvidenceMessage], style: AnswerStyle = "write") -> Draft:
     """The draft cited again as the answerer now cites (:func:`pmsearch.services.answerer.draft.cite`).
     Sentences an earlier answerer added for details are dropped first: they are added
     again if the code still finds them."""
     written = [
         DraftSentence(text=without_labels(s.text), citations=s.citations) for s in draft.sentences if s.completes is None
     ]
-    return cite(question, written, evidence).draft
+    return cite(question, written, evidence, style=style).draft
 
 
-def main(report_path: str, answerer: bool = False, verdicts: Path | None = None) -> None:
+def main(
+    report_path: str, answerer: bool = False, verdicts: Path | None = None, style: AnswerStyle = "write"
+) -> None:
     report = json.loads(Path(report_path).read_text())
     questions = {q.id: q for q in load_questions(Path(report["meta"]["set"]))}
     settings = cli_settings()
@@ -68,8 +79,11 @@ def main(report_path: str, answerer: bool = False, verdicts: Path | None = None)
             missing += 1
             continue
         draft, evidence = kept
-        if answerer and draft.draft is not None and draft.ending == "answer":
-            draft = draft.model_copy(update={"draft": recited(draft.question, draft.draft, list(evidence.values()))})
+        # An extract draft is the mail's sentences the model chose: nothing to cite again.
+        written = draft.draft is not None and draft.draft.style != "extract"
+        if (answerer or style != "write") and written and draft.ending == "answer":
+            again = recited(draft.question, draft.draft, list(evidence.values()), style)
+            draft = draft.model_copy(update={"draft": again})
         result = decide(draft, evidence, now=draft.usage.seconds).model_dump(mode="json")
         lines.append(json.dumps(_verdict(rec, result), sort_keys=True))
         new = RunRecord(rec["id"], rec["strategy"], result["outcome"], rec.get("run_id"), result=result)
@@ -108,4 +122,7 @@ def _verdict(rec: dict, result: dict) -> dict:
 if __name__ == "__main__":
     args = sys.argv[2:]
     out = Path(args[args.index("--verdicts") + 1]) if "--verdicts" in args else None
-    main(sys.argv[1], answerer="--answerer" in args, verdicts=out)
+    style = args[args.index("--style") + 1] if "--style" in args else "write"
+    if "--switch-off" in args:
+        verifier_service.SWITCHED_OFF = frozenset(args[args.index("--switch-off") + 1].split(","))
+    main(sys.argv[1], answerer="--answerer" in args, verdicts=out, style=style)

@@ -57,7 +57,8 @@ def render_result(console: Console, result: dict) -> None:
                 console.print(line("   ", (where, "dim"), f" “{ex['text']}”"), highlight=False)
     for r in result.get("trace", {}).get("removed_sentences", []):
         why = f" ({r['reason']}{': ' + r['offending'] if r.get('offending') else ''}): {r['text']}"
-        console.print(line(("removed", "red"), why), highlight=False)
+        label = "replaced by the mail's sentence" if r.get("replaced") else "removed"
+        console.print(line((label, "red"), why), highlight=False)
     for w in result.get("trace", {}).get("widen_attempts", []):
         console.print(line(("widen attempt refused", "red"), f" {w['tool']}: {w['detail']}"), highlight=False)
     if outcome == "degraded":

@@ -18,8 +18,10 @@ SearchMode = Literal["keyword", "semantic", "hybrid"]
 Strategy = Literal["loop", "single_shot"]
 # How an answer is made: the model writes sentences ("write"), or it chooses sentences
 # of the mail that code quotes word for word ("extract"; a small model reads better
-# than it writes).
-AnswerStyle = Literal["write", "extract"]
+# than it writes), or it writes and a sentence the verifier would remove, or whose
+# words its sources do not all hold, gives way to the mail's sentence it was made from
+# ("write_or_extract").
+AnswerStyle = Literal["write", "extract", "write_or_extract"]
 Outcome = Literal["answered", "insufficient_evidence", "budget_exhausted", "degraded", "cancelled"]
 # "cancelled": only the gateway asks for it, and only for a run its owner cancelled (RunMeta.cancelled_at).
 Ending = Literal["answer", "insufficient_evidence", "budget_exhausted", "degraded", "cancelled"]
@@ -362,6 +364,11 @@ class RemovedSentence(Contract):
     text: str = Field(description=UNVERIFIED + " Removed by verification.")
     reason: RemovalReason
     offending: str | None = None
+    replaced: bool = Field(
+        default=False,
+        description="The sentence of the mail it was made from, quoted word for word, stands in its place "
+        '(answer style "write_or_extract").',
+    )
 
 
 class Trace(Contract):
@@ -369,6 +376,14 @@ class Trace(Contract):
     searched: list[ToolCall] = Field(default_factory=list)
     removed_sentences: list[RemovedSentence] = Field(default_factory=list)
     widen_attempts: list[WidenAttempt] = Field(default_factory=list)
+
+
+class SourceSentence(Contract):
+    """A sentence of the mail as code quoted it (who wrote it, when, the words), cited
+    to its message."""
+
+    text: str
+    citations: list[str] = Field(min_length=1, max_length=1)
 
 
 class DraftSentence(Contract):
@@ -382,6 +397,11 @@ class DraftSentence(Contract):
     # it adds rests on the answer, so the verifier removes it when that goes
     # (``answer_removed``), but it is checked against the question like the answer.
     follows: int | None = Field(default=None, ge=0)
+    # Set by code on a sentence the model wrote (answer style ``write_or_extract``): the
+    # sentence of a cited message it was made from, as a statement of the mail. The
+    # verifier keeps it in the written sentence's place where it would remove that one
+    # for what it claims, or where that one says words its sources do not hold.
+    fallback: SourceSentence | None = None
 
 
 class Draft(Contract):
@@ -528,7 +548,8 @@ class Answer(Contract):
     style: AnswerStyle = Field(
         default="write",
         description='"write": sentences the model wrote; "extract": sentences of the mail, quoted word for word '
-        "with who wrote them and when.",
+        'with who wrote them and when; "write_or_extract": sentences the model wrote, each that its sources '
+        "do not bear out replaced by the mail's sentence it was made from.",
     )
 
 

@@ -16,6 +16,8 @@ from typing import Literal, TypeVar
 from pydantic import Field, SecretStr, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from pmsearch.shared.messages import AnswerStyle
+
 # Shared secrets (scope key, admin token) must be long and not one anyone has seen.
 MIN_SECRET_BYTES = 32
 KNOWN_DEV_SECRETS = frozenset({"pmsearch-dev-scope-key-change-me"})
@@ -141,8 +143,9 @@ class GatewaySettings(ScopeKeySettings):
     default_max_steps: int = 6
     default_max_seconds: float = 8.0
     # How answers are made unless a tenant's settings say otherwise ("answer.style"):
-    # "write", the model's sentences, or "extract", the mail's sentences it chooses.
-    answer_style: Literal["write", "extract"] = "write"
+    # "write", the model's sentences, "extract", the mail's sentences it chooses, or
+    # "write_or_extract", the model's sentences where the mail bears them out.
+    answer_style: AnswerStyle = "write"
     deadline_grace_seconds: float = 1.5
     # Request limits (pmsearch/services/gateway/limits.py, docs/design.md). A body over its
     # limit is refused with 413 before it is read; only a request carrying the admin

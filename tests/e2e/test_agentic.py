@@ -126,6 +126,29 @@ def test_an_extract_style_answer_is_the_chosen_sentence_word_for_word(api, stack
     assert s["citations"][0]["excerpt"]["matched_quote"] is True
 
 
+def test_a_write_or_extract_answer_with_a_wrong_amount_is_the_mails_sentence_it_was_made_from(api, stack_model):
+    api.tenant("acme", **{"answer.style": "write_or_extract"})
+
+    def brain(body: dict) -> Reply:
+        if schema_title(body) == SEARCH:
+            return searches()
+        (ref,) = [p.ref for p in passages(body) if "2,115.50" in p.text][:1]
+        # The small model's mistake: the right sentence read, a figure written wrong.
+        return answer(sentence("The insurer accepted the Golf claim and will pay EUR 2,115.00.", ref))
+
+    stack_model.set_script(brain)
+    result = agentic(api, api.key("acme/alice")).json()
+    assert result["outcome"] == "answered", result
+    answer_ = result["answer"]
+    assert answer_["style"] == "write_or_extract"
+    first = answer_["sentences"][0]["text"]
+    assert "2,115.50" in first and "2,115.00" not in answer_["text"]
+    assert first.count('"') == 2 or "«" in first  # the mail's words, quoted
+    assert answer_["sentences"][0]["citations"][0]["excerpt"]["matched_quote"] is True
+    (removed,) = [r for r in result["trace"]["removed_sentences"] if r["replaced"]]
+    assert removed["reason"] == "figure_not_found" and removed["offending"] == "EUR 2,115.00"
+
+
 def test_answered_run_cites_only_retrieved_messages_with_copied_excerpts(api, stack_model):
     stack_model.set_script(honest())
     result = agentic(api, api.key("acme/alice")).json()

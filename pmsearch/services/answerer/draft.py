@@ -13,9 +13,10 @@ from typing import Literal
 from pmsearch.services.answerer.attribution import attribute, echoes_header
 from pmsearch.services.answerer.details import with_details
 from pmsearch.services.answerer.disagreement import with_other_statements
+from pmsearch.services.answerer.fallback import with_fallbacks
 from pmsearch.services.answerer.left_out import with_left_out
 from pmsearch.services.answerer.padding import answering
-from pmsearch.shared.messages import Draft, DraftSentence, EvidenceMessage
+from pmsearch.shared.messages import AnswerStyle, Draft, DraftSentence, EvidenceMessage
 
 
 @dataclass
@@ -28,11 +29,13 @@ class Cited:
 
 def cite(
     question: str, written: list[DraftSentence], evidence: list[EvidenceMessage],
-    citation_source: Literal["code", "model"] = "code",
+    citation_source: Literal["code", "model"] = "code", style: AnswerStyle = "write",
 ) -> Cited:
     """The draft of ``written``, each sentence citing the sources code attributes it to
     (``citation_source="code"``; the embedded model writes the right sentence but cites
-    the wrong passages) or those the model gave; both choices are recorded."""
+    the wrong passages) or those the model gave; both choices are recorded. In the
+    ``write_or_extract`` style each carries the mail's sentence it was made from
+    (:mod:`.fallback`)."""
     kept, repeated = answering(question, written)
     out = Cited(draft=Draft(sentences=[]))
     if len(kept) + repeated < len(written):
@@ -52,7 +55,9 @@ def cite(
         # invention) gets no citation by code, and the verifier removes it.
         chosen = by_code if citation_source == "code" else s.citations
         sentences.append(s.model_copy(update={"citations": chosen}))
-    out.draft = Draft(sentences=completed(question, sentences, evidence, out.notes))
+    if style == "write_or_extract":
+        sentences = with_fallbacks(sentences, evidence)
+    out.draft = Draft(sentences=completed(question, sentences, evidence, out.notes), style=style)
     return out
 
 

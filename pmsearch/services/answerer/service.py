@@ -101,7 +101,7 @@ class Answerer:
         draft = None
         if ending == "answer":
             # The mail's own sentences need no padding dropped and no sources chosen.
-            made = extracted if extract else partial(cite, citation_source=self.citation_source)
+            made = extracted if extract else partial(cite, citation_source=self.citation_source, style=req.answer_style)
             cited = made(req.question, sentences, evidence)
             draft = cited.draft
             step.cited_by_model, step.cited_by_code = cited.by_model, cited.by_code

@@ -56,7 +56,8 @@ class TenantSettings(Body):
     answer_style: AnswerStyle = Field(
         default="write", alias="answer.style",
         description='"write": the model writes the answer; "extract": the model chooses sentences of the mail, '
-        "which the answer quotes word for word.",
+        'which the answer quotes word for word; "write_or_extract": the model writes, and a sentence the mail '
+        "does not bear out gives way to the mail's sentence it was made from.",
     )
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True)

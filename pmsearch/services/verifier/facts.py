@@ -177,6 +177,11 @@ class SentenceFacts:
         return claim
 
     @cached_property
+    def unfound(self) -> list[str]:
+        """The words of its claim (:attr:`claim`) that no cited message holds."""
+        return [word for word, word_stem in self.claim if word_stem not in self.found]
+
+    @cached_property
     def translated(self) -> bool:
         """An English sentence with figures, standing on mail in another language ("at
         the office at 12 Rue de Gerland" for "dans nos bureaux au 12 rue de Gerland"):

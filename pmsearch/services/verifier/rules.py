@@ -118,7 +118,7 @@ def unsupported_claim(f: SentenceFacts, threshold: float) -> Removal | None:
     """More than ``threshold`` of its claim's words missing from its cited messages (any
     missing, for a denial), once it is long enough to count."""
     if not f.translated and (len(f.content) >= MIN_CONTENT_WORDS or (f.negated and f.content)):
-        missing = [word for word, word_stem in f.claim if word_stem not in f.found]
+        missing = f.unfound
         if (f.negated and missing) or (f.claim and len(missing) / len(f.claim) > threshold):
             return Removal("unsupported_claim", " ".join(missing[:MAX_OFFENDING_WORDS]))
     return None

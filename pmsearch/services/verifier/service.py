@@ -52,6 +52,15 @@ it completes does ("the chairs invoice was paid today" completing the answer abo
 INV-2024-0173). ``completes`` must name an earlier sentence of the draft, else the
 sentence is ``malformed``: the draft comes from a stage that acts on model output.
 
+In the ``write_or_extract`` style a sentence the model wrote carries the sentence of
+the mail it was made from (``fallback``, code's quote of a cited message; see
+``pmsearch/services/answerer/fallback.py``). Where the written sentence is removed for
+what it claims (:data:`CLAIM_REASONS`), or kept with words of its claim that no cited
+message holds, the mail's sentence takes its place when it passes every rule itself; the
+written one is recorded as removed with ``replaced``. One stand-in a unit, and never for
+a sentence about another matter or one its senders corrected: the mail's sentence is
+that too.
+
 And the answer as a whole: when the question's first clause asks for a figure ("how
 much", "when", "what's the number of", "the link to"), at least one kept sentence
 gives one of that kind, else every sentence is removed with ``asked_figure_missing``.
@@ -74,6 +83,7 @@ from pmsearch.services.verifier.facts import SentenceFacts
 from pmsearch.services.verifier.question import Pinned, gives, pinned
 from pmsearch.services.verifier.rules import UNSUPPORTED_THRESHOLD, first_removal
 from pmsearch.services.verifier.sources import Sources
+from pmsearch.services.verifier.topic import MAX_OFFENDING_WORDS
 from pmsearch.shared.messages import (
     Answer,
     AnswerSentence,
@@ -84,6 +94,7 @@ from pmsearch.shared.messages import (
     EvidenceMessage,
     RemovalReason,
     RemovedSentence,
+    SourceSentence,
 )
 from pmsearch.shared.text.citations import parse_structured, strip_markers
 from pmsearch.shared.text.sentences import split_sentences
@@ -96,6 +107,10 @@ MAX_EXCERPT_CHARS = 400
 # The reasons the answer as a whole gives (in verify()); every other is a sentence rule's
 # (pmsearch/services/verifier/rules.py).
 ANSWER_REASONS: tuple[RemovalReason, ...] = ("answer_removed", "asked_figure_missing")
+# What a sentence is removed for that the mail's sentence it was made from may answer in
+# its place (answer style write_or_extract): what it claims. A sentence about another
+# matter, or one its senders corrected, is so whichever words say it.
+CLAIM_REASONS: tuple[RemovalReason, ...] = ("quote_not_found", "figure_not_found", "unsupported_claim")
 # Reasons no rule gives any more; results stored while one did still carry them.
 RETIRED_REASONS: tuple[RemovalReason, ...] = ("restates_question",)
 # Answer rules switched off, to measure what each removes (evals/rule_counts.py); never
@@ -116,21 +131,30 @@ class Verdict(Contract):
         return Answer(text=" ".join(s.text for s in self.kept), sentences=self.kept, style=self.style)
 
 
-def _units(draft: Draft) -> list[tuple[str, list[str], list[str], bool, int | None, bool]]:
-    """(text, inherited IDs, malformed citation entries, structured?, the unit it
-    rests on, whether it completes that unit with code's details) per draft unit.
+@dataclasses.dataclass(frozen=True)
+class _Unit:
+    """One draft unit as the verifier reads it (structured sentences win over free text
+    when both are given: they are the more explicit statement of what the model meant
+    to cite)."""
 
-    Structured sentences win over free text when both are given: they are the more
-    explicit statement of what the model meant to cite.
-    """
+    text: str
+    inherited: list[str]  # the message ids it cites
+    malformed: list[str]  # its citation entries that are no message id
+    structured: bool
+    rests: int | None = None  # the unit it completes or follows
+    details: bool = False  # whether it completes that unit with code's details
+    fallback: SourceSentence | None = None  # the mail's sentence it was made from
+
+
+def _units(draft: Draft) -> list[_Unit]:
     if draft.sentences:
         units = []
         for item in draft.sentences:
             ids, malformed = parse_structured(item.citations)
             rests = item.completes if item.completes is not None else item.follows
-            units.append((item.text, ids, malformed, True, rests, item.completes is not None))
+            units.append(_Unit(item.text, ids, malformed, True, rests, item.completes is not None, item.fallback))
         return units
-    return [(draft.text or "", [], [], False, None, False)]
+    return [_Unit(draft.text or "", [], [], False)]
 
 
 def _content_words(norm_text: str) -> frozenset[str]:
@@ -148,12 +172,23 @@ def _check(
     question: Pinned = Pinned(),
 ) -> AnswerSentence | RemovedSentence:
     """The sentence kept, with an excerpt per citation, or why it is removed (:mod:`.rules`)."""
+    return _checked(raw, inherited, malformed, sources, unsupported_threshold, question)[0]
+
+
+def _checked(
+    raw: str,
+    inherited: list[str],
+    malformed: list[str],
+    sources: Sources,
+    unsupported_threshold: float,
+    question: Pinned,
+) -> tuple[AnswerSentence | RemovedSentence, SentenceFacts]:
     clean, inline = strip_markers(raw)
     cited = tuple(dict.fromkeys([*inherited, *inline]))
     facts = SentenceFacts(raw, clean, cited, tuple(malformed), sources, question)
     removal = first_removal(facts, unsupported_threshold)
     if removal is not None:
-        return RemovedSentence(text=raw, reason=removal.reason, offending=removal.offending)
+        return RemovedSentence(text=raw, reason=removal.reason, offending=removal.offending), facts
     words: frozenset[str] | None = None
     citations: list[Citation] = []
     for message_id, aligned in zip(cited, facts.aligned, strict=True):
@@ -166,7 +201,31 @@ def _check(
                 words = _content_words(facts.norm.text)
             excerpt = sources[message_id].best_passage(words)
         citations.append(citation or Citation(message_id=message_id, excerpt=excerpt))
-    return AnswerSentence(text=clean, citations=citations)
+    return AnswerSentence(text=clean, citations=citations), facts
+
+
+def _replaced(
+    outcome: AnswerSentence | RemovedSentence, facts: SentenceFacts, fallback: SourceSentence,
+    sources: Sources, unsupported_threshold: float, question: Pinned,
+) -> tuple[AnswerSentence, RemovedSentence] | None:
+    """The mail's sentence in place of a written one that says what its sources do not
+    (removed for its claim, or kept with words they lack), when the mail's sentence
+    passes every rule itself: the kept stand-in and the written sentence's record."""
+    if isinstance(outcome, RemovedSentence):
+        if outcome.reason not in CLAIM_REASONS:
+            return None
+        record = outcome
+    else:
+        unfound = facts.unfound
+        if not unfound or "unaligned" in SWITCHED_OFF:
+            return None
+        record = RemovedSentence(
+            text=facts.raw, reason="unsupported_claim", offending=" ".join(unfound[:MAX_OFFENDING_WORDS])
+        )
+    stand_in = _check(fallback.text, fallback.citations, [], sources, unsupported_threshold, question)
+    if not isinstance(stand_in, AnswerSentence):
+        return None
+    return stand_in, record.model_copy(update={"replaced": True})
 
 
 def verify(
@@ -189,30 +248,45 @@ def verify(
     verdict = Verdict(style=draft.style)
     kept_by_unit: list[list[AnswerSentence]] = []
     completing: list[tuple[int, int]] = []  # (unit, the unit it rests on)
-    for unit, (text, inherited, malformed, structured, rests, details) in enumerate(_units(draft)):
-        sentences = split_sentences(text)
-        if not sentences and structured:
-            verdict.removed.append(RemovedSentence(text=text, reason="empty_sentence"))
+    for index, unit in enumerate(_units(draft)):
+        sentences = split_sentences(unit.text)
+        if not sentences and unit.structured:
+            verdict.removed.append(RemovedSentence(text=unit.text, reason="empty_sentence"))
         kept_by_unit.append([])
-        if rests is not None and rests >= unit:
+        rests = unit.rests
+        if rests is not None and rests >= index:
             # Only an earlier sentence can be completed; any other index would let a
             # sentence skip the question's codes and stand on its own.
             verdict.removed.extend(
-                RemovedSentence(text=sentence.text, reason="malformed", offending=f"{'completes' if details else 'follows'}={rests}")
+                RemovedSentence(
+                    text=sentence.text, reason="malformed",
+                    offending=f"{'completes' if unit.details else 'follows'}={rests}",
+                )
                 for sentence in sentences
             )
             continue
         if rests is not None:
-            completing.append((unit, rests))
+            completing.append((index, rests))
+        fallback = unit.fallback
         for sentence in sentences:
             # A sentence code added to complete another is about what that one is about,
             # which names the question's codes, and goes if that one goes: Bob's
             # "the chairs invoice was paid today" completes the answer about INV-2024-0173.
-            own = dataclasses.replace(pins, codes=()) if details else pins
-            outcome = _check(sentence.text, inherited, malformed, sources, unsupported_threshold, own)
+            own = dataclasses.replace(pins, codes=()) if unit.details else pins
+            outcome, facts = _checked(sentence.text, unit.inherited, unit.malformed, sources, unsupported_threshold, own)
+            replaced = None
+            if fallback is not None and "fallback" not in SWITCHED_OFF:
+                replaced = _replaced(outcome, facts, fallback, sources, unsupported_threshold, own)
+            if replaced is not None:
+                # One stand-in a unit: it is the mail's sentence the whole unit was made from.
+                fallback = None
+                outcome, record = replaced
+                verdict.removed.append(record)
+                if any(k.text == outcome.text for k in verdict.kept):
+                    continue  # code's details already quote it
             if isinstance(outcome, AnswerSentence):
                 verdict.kept.append(outcome)
-                kept_by_unit[unit].append(outcome)
+                kept_by_unit[index].append(outcome)
             else:
                 verdict.removed.append(outcome)
     for unit, rests in completing:

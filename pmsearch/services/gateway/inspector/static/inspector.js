@@ -358,6 +358,7 @@
       const item = el("li");
       item.append(el("span", r.reason, "reason-code"), " ", el("span", r.text));
       if (r.offending) item.append(" ", el("span", "(" + r.offending + ")", "muted"));
+      if (r.replaced) item.append(" ", el("span", "replaced by the mail's sentence it was made from", "muted"));
       return item;
     }));
     $("removed-section").hidden = !removed.length;
