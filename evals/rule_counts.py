@@ -28,7 +28,7 @@ from pmsearch.services.verifier.question import Pinned
 from pmsearch.shared.settings import cli_settings
 
 # The rules of the answer as a whole, switched off by name (pmsearch/services/verifier/service.py).
-ANSWER_RULES = ("answer_removed", "asked_figure_missing")
+ANSWER_RULES = ("answer_removed", "asked_figure_missing", "contradictory")
 # The checks one rule is made of, switched off one at a time: the rules module's name for
 # each, and what stands in for it.
 PARTS = {

@@ -30,7 +30,7 @@ Ending = Literal["answer", "insufficient_evidence", "budget_exhausted", "degrade
 RemovalReason = Literal[
     "no_citation", "unknown_citation", "quote_not_found", "empty_sentence", "malformed",
     "figure_not_found", "unsupported_claim", "off_question", "restates_question", "asked_figure_missing",
-    "answer_removed", "superseded",
+    "answer_removed", "superseded", "contradictory",
 ]
 # Why a run ended unanswered: fixed codes the verifier chooses from facts it checked,
 # never text a stage or a model wrote (that is ``RunResult.model_note`` at most).

@@ -64,6 +64,9 @@ that too.
 And the answer as a whole: when the question's first clause asks for a figure ("how
 much", "when", "what's the number of", "the link to"), at least one kept sentence
 gives one of that kind, else every sentence is removed with ``asked_figure_missing``.
+When the question asks yes or no and kept sentences open with both verdicts ("Yes, ...",
+"No, ..."), every sentence is removed with ``contradictory``: together they answer
+nothing.
 
 For 6 and 7 a message is its body, attachments, subject and sender, and for figures
 also its date ("Anna wrote on 29 November ...").
@@ -77,6 +80,7 @@ or, when those are long or share nothing with it, the passage sharing the most w
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Mapping
 
 from pmsearch.services.verifier.facts import SentenceFacts
@@ -106,7 +110,7 @@ MAX_EXCERPT_CHARS = 400
 
 # The reasons the answer as a whole gives (in verify()); every other is a sentence rule's
 # (pmsearch/services/verifier/rules.py).
-ANSWER_REASONS: tuple[RemovalReason, ...] = ("answer_removed", "asked_figure_missing")
+ANSWER_REASONS: tuple[RemovalReason, ...] = ("answer_removed", "asked_figure_missing", "contradictory")
 # What a sentence is removed for that the mail's sentence it was made from may answer in
 # its place (answer style write_or_extract): what it claims. A sentence about another
 # matter, or one its senders corrected, is so whichever words say it.
@@ -155,6 +159,17 @@ def _units(draft: Draft) -> list[_Unit]:
             units.append(_Unit(item.text, ids, malformed, True, rests, item.completes is not None, item.fallback))
         return units
     return [_Unit(draft.text or "", [], [], False)]
+
+
+# The verdict an answer to a yes/no question opens with, in the languages of the mail
+# served; a statement of the mail opens with its sender's name and gives none.
+_VERDICT = re.compile(r"\A\W*(?:(?P<yes>yes|oui|ja)|(?P<no>no|non|nein))\b", re.I)
+
+
+def _verdicts(kept: list[AnswerSentence]) -> set[str]:
+    """The verdicts ("yes", "no") the kept sentences open with."""
+    found = (_VERDICT.match(s.text) for s in kept)
+    return {m.lastgroup for m in found if m is not None and m.lastgroup is not None}
 
 
 def _content_words(norm_text: str) -> frozenset[str]:
@@ -297,6 +312,11 @@ def verify(
             for s in kept_by_unit[unit]:
                 verdict.kept.remove(s)
                 verdict.removed.append(RemovedSentence(text=s.text, reason="answer_removed"))
+    if pins.polar and "contradictory" not in SWITCHED_OFF and len(_verdicts(verdict.kept)) > 1:
+        # "Yes, Julie asked for further changes. No, Julie did not ask for any": each
+        # sentence may stand on its source, but together they answer nothing.
+        verdict.removed.extend(RemovedSentence(text=s.text, reason="contradictory") for s in verdict.kept)
+        verdict.kept = []
     if pins.asks and verdict.kept and "asked_figure_missing" not in SWITCHED_OFF and not any(
         gives(pins.asks, s.text, months=pins.months) for s in verdict.kept
     ):

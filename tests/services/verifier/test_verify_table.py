@@ -538,6 +538,19 @@ CASES: dict[str, Case] = {
         items(("The repair costs of €1,200.50 will be paid.", [M1])), question="How much will the repair get paid?",
         kept=[ANY],
     ),
+    "a yes/no answer that says both yes and no": Case(
+        items(("Yes, the claim is accepted.", [M1]), ("No, the claim is not settled.", [M1])),
+        question="Did the insurer accept the Golf claim?",
+        removed=[("contradictory", None), ("contradictory", None)],
+    ),
+    "a yes/no answer that says yes twice": Case(
+        items(("Yes, the claim is accepted.", [M1]), ("Yes, the repair costs will be paid.", [M1])),
+        question="Did the insurer accept the Golf claim?", kept=[ANY, ANY],
+    ),
+    "a yes and a no to a question that does not ask yes or no": Case(
+        items(("Yes, the claim is accepted.", [M1]), ("No, the repair costs will be paid.", [M1])),
+        question="What did the insurer decide about the Golf claim?", kept=[ANY, ANY],
+    ),
     "a link only in a message its sender corrected": Case(
         items(("Read the issue at https://logisticsweekly.example/issues/12.", [FIRST.message_id])),
         question="Where can I read Logistics Weekly #12?", sources={m.message_id: m for m in (FIRST, RESENT)},
@@ -597,6 +610,7 @@ KEPT_BY = {
     "asked_figure_missing": "an answer with the asked amount",
     "answer_removed": "a detail stays with the answer it completes",
     "superseded": "a link of the correction",
+    "contradictory": "a yes/no answer that says yes twice",
 }
 
 
