@@ -9,6 +9,10 @@ from pathlib import Path
 
 TEMPLATE = Path(__file__).resolve().parents[2] / "deploy" / "redis" / "users.acl.in"
 USERS = ("admin", "gateway", "searcher", "planner", "answerer", "verifier", "sync")
+# The failover machinery's own users (Sentinel, a replica) on the data servers, and the
+# one every service asks the sentinels with: no service logs in to Redis as them.
+FAILOVER_USERS = ("sentinel", "replica", "discovery")
+ACCOUNTS = USERS + FAILOVER_USERS
 
 
 def _user_lines(template: Path) -> list[str]:
@@ -53,3 +57,21 @@ def merge_env(old: str, values: dict[str, str]) -> str:
     """``old`` .env text with ``values`` set; the operator's other lines (model URL, ...) stay."""
     kept = [ln for ln in old.splitlines() if ln.partition("=")[0].strip() not in values]
     return "\n".join(kept + [f"{k}={v}" for k, v in values.items()]) + "\n"
+
+
+# What may be sent to a sentinel itself, for its sentinel.conf: the other sentinels
+# everything (they share the failover's state); a service only ask who the primary is
+# (redis-py asks SENTINEL MASTERS, then each one's replicas or the primary's address).
+_DISCOVERY = (
+    "+ping +sentinel|get-master-addr-by-name +sentinel|masters +sentinel|master +sentinel|slaves "
+    "+sentinel|replicas +sentinel|sentinels"
+)
+
+
+def sentinel_users(passwords: dict[str, str]) -> list[str]:
+    """The ``user`` lines of a sentinel's configuration: nobody as the default user."""
+    return [
+        "user default off",
+        f"user sentinel on >{passwords['sentinel']} allchannels +@all",
+        f"user discovery on >{passwords['discovery']} resetchannels -@all {_DISCOVERY}",
+    ]

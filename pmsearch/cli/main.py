@@ -222,10 +222,10 @@ def acl(
     scope key, admin token, Qdrant API key and Grafana password (other .env lines stay)."""
     import secrets as _secrets
 
-    from pmsearch.cli.acl import USERS, compose_secrets, merge_env, render
+    from pmsearch.cli.acl import ACCOUNTS, compose_secrets, merge_env, render
     from pmsearch.cli.private import write_private
 
-    passwords = {u: _secrets.token_urlsafe(24) for u in USERS}
+    passwords = {u: _secrets.token_urlsafe(24) for u in ACCOUNTS}
     old_env = env_file.read_text() if env_file.exists() else ""
     write_private(out_file, render(passwords))
     write_private(env_file, merge_env(old_env, compose_secrets(passwords)))

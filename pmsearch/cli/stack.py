@@ -23,7 +23,7 @@ from typing import Callable
 import httpx
 import redis
 
-from pmsearch.cli.acl import USERS, render
+from pmsearch.cli.acl import ACCOUNTS, render
 from pmsearch.cli.private import write_private
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -58,13 +58,13 @@ class Secrets:
     def load_or_create(cls, path: Path) -> Secrets:
         if path.exists():
             kept = cls(**json.loads(path.read_text()))
-            missing = [u for u in USERS if u not in kept.passwords]
+            missing = [u for u in ACCOUNTS if u not in kept.passwords]
             if missing:  # a user added since the file was written (an upgrade)
                 kept.passwords.update({u: secrets.token_urlsafe(24) for u in missing})
                 write_private(path, json.dumps(kept.__dict__))
             return kept
         made = cls(
-            passwords={u: secrets.token_urlsafe(24) for u in USERS},
+            passwords={u: secrets.token_urlsafe(24) for u in ACCOUNTS},
             scope_key=secrets.token_urlsafe(32),
             admin_token="adm_" + secrets.token_urlsafe(24),
         )

@@ -14,10 +14,15 @@ import json
 import socket
 import time
 from typing import Any, TypeVar
+from urllib.parse import urlparse
 
+import redis
 import redis.asyncio as aioredis
 from pydantic import BaseModel
 from redis.asyncio.client import Pipeline
+from redis.asyncio.sentinel import Sentinel as AsyncSentinel
+from redis.asyncio.sentinel import SentinelConnectionPool
+from redis.sentinel import Sentinel
 
 from pmsearch.shared.settings import ServiceSettings
 from pmsearch.shared.streams import dead_letter
@@ -72,6 +77,27 @@ def redis_kwargs(settings: ServiceSettings, *, longest_block_seconds: float = WO
     return kwargs
 
 
+class _BlockingSentinelPool(SentinelConnectionPool, aioredis.BlockingConnectionPool):
+    """The primary the sentinels name, in a pool that waits for a free connection as
+    :func:`connect`'s does (redis-py's sentinel pool fails at once when all are busy)."""
+
+
+def _database(settings: ServiceSettings) -> int:
+    path = urlparse(settings.redis_url).path.strip("/")
+    return int(path) if path.isdigit() else 0
+
+
+def _sentinel_login(settings: ServiceSettings) -> dict[str, Any]:
+    login: dict[str, Any] = {
+        "socket_connect_timeout": CONNECT_TIMEOUT_SECONDS, "socket_timeout": CONNECT_TIMEOUT_SECONDS,
+    }
+    if settings.redis_sentinel_username:
+        login["username"] = settings.redis_sentinel_username
+    if settings.redis_sentinel_password:
+        login["password"] = settings.redis_sentinel_password.get_secret_value()
+    return login
+
+
 def connect(
     settings: ServiceSettings,
     *,
@@ -82,15 +108,34 @@ def connect(
     """A client whose pool holds at most ``max_connections`` (default
     ``PM_REDIS_MAX_CONNECTIONS``); when all are busy a command waits up to
     ``pool_timeout`` for one, then raises ``redis.exceptions.ConnectionError``, rather
-    than failing at once with ``MaxConnectionsError``."""
+    than failing at once with ``MaxConnectionsError``. With ``PM_REDIS_SENTINELS`` each
+    new connection goes to the primary the sentinels name at that moment; while they
+    name none (a failover under way) it fails with ``ConnectionError`` like a Redis
+    that is down, which every caller already waits out."""
+    kwargs = redis_kwargs(settings, longest_block_seconds=longest_block_seconds)
+    size = max_connections or settings.redis_max_connections
+    if settings.redis_sentinels:
+        sentinel = AsyncSentinel(settings.sentinel_addresses(), sentinel_kwargs=_sentinel_login(settings))
+        return sentinel.master_for(
+            settings.redis_sentinel_master, connection_pool_class=_BlockingSentinelPool,
+            max_connections=size, timeout=pool_timeout, decode_responses=False, db=_database(settings), **kwargs,
+        )
     pool = aioredis.BlockingConnectionPool.from_url(
-        settings.redis_url,
-        max_connections=max_connections or settings.redis_max_connections,
-        timeout=pool_timeout,
-        decode_responses=False,
-        **redis_kwargs(settings, longest_block_seconds=longest_block_seconds),
+        settings.redis_url, max_connections=size, timeout=pool_timeout, decode_responses=False, **kwargs
     )
     return aioredis.Redis.from_pool(pool)
+
+
+def connect_sync(settings: ServiceSettings) -> redis.Redis:
+    """A blocking client for a command-line tool (the verifier's audit), to the same
+    Redis as :func:`connect`: through the sentinels when they are set."""
+    kwargs = redis_kwargs(settings)
+    if settings.redis_sentinels:
+        sentinel = Sentinel(settings.sentinel_addresses(), sentinel_kwargs=_sentinel_login(settings))
+        return sentinel.master_for(
+            settings.redis_sentinel_master, decode_responses=False, db=_database(settings), **kwargs
+        )
+    return redis.Redis.from_url(settings.redis_url, decode_responses=False, **kwargs)
 
 
 def raise_if_cancelled() -> None:

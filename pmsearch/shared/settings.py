@@ -41,9 +41,30 @@ class ServiceSettings(BaseSettings):
 
     model_config = SettingsConfigDict(env_prefix="PM_", extra="forbid", env_ignore_empty=True)
 
+    @field_validator("redis_sentinels")
+    @classmethod
+    def _sentinel_addresses(cls, value: str) -> str:
+        for entry in filter(None, (e.strip() for e in value.split(","))):
+            host, _, port = entry.rpartition(":")
+            if not host or not port.isdigit():
+                raise ValueError(f"{entry!r} is not host:port")
+        return value
+
+    def sentinel_addresses(self) -> list[tuple[str, int]]:
+        """The sentinels as (host, port); empty without Sentinel."""
+        entries = [e.strip() for e in self.redis_sentinels.split(",") if e.strip()]
+        return [(host, int(port)) for host, _, port in (e.rpartition(":") for e in entries)]
+
     redis_url: str = "redis://127.0.0.1:6379/0"
     redis_username: str | None = None
     redis_password: SecretStr | None = None
+    # Redis Sentinel (docs/scale.md): "host:port,host:port,..." of the sentinels; set, the
+    # primary of redis_sentinel_master is asked of them for every new connection, and
+    # redis_url gives only the database number. The sentinels' own login, for asking.
+    redis_sentinels: str = ""
+    redis_sentinel_master: str = "pmsearch"
+    redis_sentinel_username: str | None = None
+    redis_sentinel_password: SecretStr | None = None
     # Connections one Redis client may open (pmsearch/shared/bus.py connect); past them a command
     # waits for a free one rather than failing.
     redis_max_connections: int = Field(default=100, ge=4)

@@ -25,7 +25,7 @@ from pydantic import ValidationError
 
 from pmsearch.services.verifier.errors import AuditInputError
 from pmsearch.services.verifier.service import verify
-from pmsearch.shared.bus import redis_kwargs
+from pmsearch.shared.bus import connect_sync
 from pmsearch.shared.messages import Draft, DraftSentence, EvidenceMessage, RunResult
 from pmsearch.shared.runstore import RunReader
 from pmsearch.shared.settings import VerifierSettings
@@ -85,7 +85,7 @@ def load_evidence_file(path: Path) -> dict[str, EvidenceMessage]:
 
 
 def _client(settings: VerifierSettings) -> redis.Redis:
-    return redis.Redis.from_url(settings.redis_url, decode_responses=False, **redis_kwargs(settings))
+    return connect_sync(settings)
 
 
 def load_run_evidence(client: redis.Redis, run_id: str) -> dict[str, EvidenceMessage]:

@@ -1,0 +1,200 @@
+"""A Redis primary, its replica and three sentinels as real processes on loopback, with
+pmsearch's ACL users, for the fault tests and benchmarks of Sentinel mode (docs/scale.md,
+"Redis Sentinel").
+
+Every data server runs with the shipped ACL (``deploy/redis/users.acl.in``) and logs in
+to its primary as the ``replica`` user; each sentinel watches the primary as the
+``sentinel`` user, and lets clients ask who the primary is as ``discovery``
+(:func:`pmsearch.cli.acl.sentinel_users`). A sentinel rewrites its own file, so each
+has one of its own.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import redis
+
+from pmsearch.cli.acl import render, sentinel_users
+from pmsearch.cli.private import write_private
+from pmsearch.cli.stack import Secrets, free_port
+
+MASTER = "pmsearch"
+# A primary silent this long is down to a sentinel; two must agree.
+DOWN_AFTER_MS = 1000
+FAILOVER_TIMEOUT_MS = 5000
+QUORUM = 2
+
+
+@dataclass
+class FailoverSet:
+    """``start()`` brings up a primary, a replica and three sentinels under ``root``."""
+
+    root: Path
+    secrets: Secrets = field(init=False)
+    data_ports: list[int] = field(default_factory=list)
+    sentinel_ports: list[int] = field(default_factory=list)
+    procs: dict[str, subprocess.Popen] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.root = Path(self.root).resolve()
+        self.root.mkdir(parents=True, exist_ok=True)
+        self.secrets = Secrets.load_or_create(self.root / "secrets.json")
+        self.data_ports = self.data_ports or [free_port(), free_port()]
+        self.sentinel_ports = self.sentinel_ports or [free_port() for _ in range(3)]
+
+    # ------------------------------------------------------------ addresses
+
+    @property
+    def sentinels(self) -> str:
+        """``PM_REDIS_SENTINELS`` for this set."""
+        return ",".join(f"127.0.0.1:{p}" for p in self.sentinel_ports)
+
+    def service_env(self, user: str) -> dict[str, str]:
+        """The Redis settings of a service logging in as ``user`` through the sentinels."""
+        return {
+            "PM_REDIS_URL": "redis://127.0.0.1/0",
+            "PM_REDIS_USERNAME": user,
+            "PM_REDIS_PASSWORD": self.secrets.passwords[user],
+            "PM_REDIS_SENTINELS": self.sentinels,
+            "PM_REDIS_SENTINEL_MASTER": MASTER,
+            "PM_REDIS_SENTINEL_USERNAME": "discovery",
+            "PM_REDIS_SENTINEL_PASSWORD": self.secrets.passwords["discovery"],
+        }
+
+    def data_client(self, port: int, user: str = "admin") -> redis.Redis:
+        return redis.Redis(port=port, username=user, password=self.secrets.passwords[user], socket_timeout=5)
+
+    def sentinel_client(self, port: int) -> redis.Redis:
+        return redis.Redis(port=port, username="discovery", password=self.secrets.passwords["discovery"],
+                           socket_timeout=5, decode_responses=True)
+
+    def primary_port(self) -> int | None:
+        """The port of the primary a majority of the sentinels name now; None while they
+        name none or disagree."""
+        named: list[int] = []
+        for port in self.sentinel_ports:
+            try:
+                addr = self.sentinel_client(port).sentinel_get_master_addr_by_name(MASTER)
+            except redis.RedisError:
+                continue
+            if addr:
+                named.append(int(addr[1]))
+        best = max(set(named), key=named.count, default=None)
+        return best if best is not None and named.count(best) >= QUORUM else None
+
+    def role(self, port: int) -> str:
+        return self.data_client(port).execute_command("ROLE")[0].decode()
+
+    # ------------------------------------------------------------ processes
+
+    def _spawn(self, name: str, argv: list[str]) -> subprocess.Popen:
+        with open(self.root / f"{name}.log", "ab") as log:
+            proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        self.procs[name] = proc
+        return proc
+
+    def start_data(self, index: int, replica_of: int | None = None) -> None:
+        """Data server ``index`` (0 the first primary), following ``replica_of`` if given."""
+        port = self.data_ports[index]
+        data_dir = self.root / f"redis-{index}"
+        data_dir.mkdir(exist_ok=True)
+        acl = data_dir / "users.acl"
+        write_private(acl, render(self.secrets.passwords))
+        argv = [
+            shutil.which("redis-server") or "/usr/bin/redis-server",
+            "--port", str(port), "--bind", "127.0.0.1", "--dir", str(data_dir), "--aclfile", str(acl),
+            "--appendonly", "yes", "--save", "", "--daemonize", "no",
+            "--maxmemory", "256mb", "--maxmemory-policy", "noeviction",
+            "--masteruser", "replica", "--masterauth", self.secrets.passwords["replica"],
+            # A replica's first copy now, not after the five seconds Redis waits by
+            # default for more replicas to share one diskless transfer.
+            "--repl-diskless-sync-delay", "0",
+        ]
+        if replica_of is not None:
+            argv += ["--replicaof", "127.0.0.1", str(replica_of)]
+        self._spawn(f"redis-{index}", argv)
+        self._wait(lambda: self.data_client(port).ping(), f"redis-{index}")
+
+    def start_sentinel(self, index: int) -> None:
+        port, primary = self.sentinel_ports[index], self.data_ports[0]
+        conf = self.root / f"sentinel-{index}.conf"
+        lines = [
+            f"port {port}", "bind 127.0.0.1", f"dir {self.root}",
+            f"sentinel monitor {MASTER} 127.0.0.1 {primary} {QUORUM}",
+            f"sentinel down-after-milliseconds {MASTER} {DOWN_AFTER_MS}",
+            f"sentinel failover-timeout {MASTER} {FAILOVER_TIMEOUT_MS}",
+            f"sentinel parallel-syncs {MASTER} 1",
+            f"sentinel auth-user {MASTER} sentinel",
+            f"sentinel auth-pass {MASTER} {self.secrets.passwords['sentinel']}",
+            "sentinel sentinel-user sentinel",
+            f"sentinel sentinel-pass {self.secrets.passwords['sentinel']}",
+            *sentinel_users(self.secrets.passwords),
+        ]
+        write_private(conf, "\n".join(lines) + "\n")
+        self._spawn(f"sentinel-{index}", [shutil.which("redis-server") or "/usr/bin/redis-server", str(conf), "--sentinel"])
+        self._wait(lambda: self.sentinel_client(port).ping(), f"sentinel-{index}")
+
+    def start(self) -> FailoverSet:
+        self.start_data(0)
+        self.start_data(1, replica_of=self.data_ports[0])
+        for index in range(len(self.sentinel_ports)):
+            self.start_sentinel(index)
+        self._wait(self._watched, "the sentinels to find the replica and each other", timeout=30)
+        return self
+
+    def _watched(self) -> bool:
+        for port in self.sentinel_ports:
+            client = self.sentinel_client(port)
+            master = client.sentinel_master(MASTER)
+            if int(master.get("num-slaves", 0)) < 1 or int(master.get("num-other-sentinels", 0)) < 2:
+                return False
+        return self.data_client(self.data_ports[1]).info("replication").get("master_link_status") == "up"
+
+    def kill(self, name: str, sig: signal.Signals = signal.SIGKILL) -> None:
+        proc = self.procs.pop(name)
+        os.killpg(proc.pid, sig)
+        proc.wait(10)
+
+    def wait_for_primary(self, not_port: int, timeout: float = 30) -> int:
+        """The new primary's port once the sentinels name one other than ``not_port``
+        and it says it is one."""
+        found: list[int] = []
+
+        def promoted() -> bool:
+            port = self.primary_port()
+            if port is None or port == not_port or self.role(port) != "master":
+                return False
+            found.append(port)
+            return True
+
+        self._wait(promoted, "a new primary", timeout)
+        return found[-1]
+
+    def stop(self) -> None:
+        for name in list(self.procs):
+            proc = self.procs.pop(name)
+            try:
+                os.killpg(proc.pid, signal.SIGTERM)
+                proc.wait(10)
+            except (ProcessLookupError, subprocess.TimeoutExpired):
+                os.killpg(proc.pid, signal.SIGKILL)
+
+    @staticmethod
+    def _wait(probe, what: str, timeout: float = 20) -> None:
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                if probe():
+                    return
+            except (redis.RedisError, OSError):
+                pass
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"timed out waiting for {what}")
+            time.sleep(0.1)
