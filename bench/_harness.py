@@ -99,9 +99,12 @@ def scripted_model(latency: float, work: Path, search_round: bool = False) -> It
 
 
 @contextmanager
-def demo_stack(work: Path, model_url: str, env: dict[str, str], tenant: dict[str, Any]) -> Iterator[tuple[Stack, str]]:
-    """Redis, the four stages and the gateway on free ports, with the demo mailbox loaded
-    and tenant acme's settings patched with ``tenant``; yields the stack and alice's key."""
+def demo_stack(
+    work: Path, model_url: str, env: dict[str, str], tenant: dict[str, Any], *, sentinel: bool = False
+) -> Iterator[tuple[Stack, str]]:
+    """Redis (with ``sentinel``, a primary, a replica and three sentinels), the four
+    stages and the gateway on free ports, with the demo mailbox loaded and tenant acme's
+    settings patched with ``tenant``; yields the stack and alice's key."""
     from rich.console import Console
 
     from pmsearch.cli.demo import load_demo
@@ -109,6 +112,7 @@ def demo_stack(work: Path, model_url: str, env: dict[str, str], tenant: dict[str
     stack = Stack(
         work / "stack",
         extra_env={"PM_MODEL_BASE_URL": model_url, "PM_MODEL_OUTPUT": "json_schema", "PM_AGENT_MODEL": "scripted", **env},
+        sentinel=sentinel,
     )
     try:
         stack.start()

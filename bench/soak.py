@@ -10,6 +10,11 @@ With ``--restart-redis-every`` it also stops Redis (``SIGTERM``, a shutdown that
 the append-only file; ``--redis-signal kill`` for a crash, which may lose the last
 second of writes under ``appendfsync everysec``) and the supervisor starts it again on
 the same port and directory, where the AOF brings the queues, groups and runs back.
+With ``--kill-redis-primary-every`` the stack runs Redis Sentinel instead (a primary, a
+replica and three sentinels; docs/scale.md) and the primary the sentinels name is
+SIGKILLed that often: the replica is promoted, the services follow it, and the
+supervisor starts the old primary again as the new one's replica. Each failover's time
+(the kill until the sentinels name a new primary that says it is one) is reported.
 
 Clients behave as a careful client would: each start carries an ``Idempotency-Key``;
 ``503``/``429`` (and ``409`` while a first request with the key is still starting) are
@@ -34,6 +39,7 @@ Goal: 0 lost, 0 duplicated. Bounded: at most ``--runs`` runs (plus resends of cu
 requests), chaos stops after ``--max-seconds``.
 
     python -m bench.soak [--runs 200] [--kill-every 5s] [--rate 1] [--seed 1] [--restart-redis-every 20s]
+                         [--kill-redis-primary-every 20s]
 """
 
 from __future__ import annotations
@@ -83,8 +89,12 @@ class Chaos(threading.Thread):
     def __init__(
         self, stack: Stack, every: float, seed: int, max_kills: int,
         redis_every: float | None = None, redis_signal: signal.Signals = signal.SIGTERM,
+        primary_every: float | None = None,
     ) -> None:
         super().__init__(daemon=True)
+        self.primary_every = primary_every
+        self.failovers: list[float] = []  # seconds from a primary's kill to its successor
+        self.failed_over: list[threading.Thread] = []
         self.stack = stack
         self.every = every
         self.redis_every = redis_every
@@ -113,9 +123,13 @@ class Chaos(threading.Thread):
     def run(self) -> None:
         next_kill = time.monotonic() + self.every
         next_redis = time.monotonic() + (self.redis_every or 0)
+        next_primary = time.monotonic() + (self.primary_every or 0)
         while not self.stop_supervising.is_set():
             self.supervisor.check()
             now = time.monotonic()
+            if self.primary_every and not self.stop_killing.is_set() and now >= next_primary:
+                next_primary = now + self.primary_every
+                self._kill_primary()
             if self.redis_every and not self.stop_killing.is_set() and now >= next_redis:
                 next_redis = now + self.redis_every
                 self._stop_redis()
@@ -130,6 +144,31 @@ class Chaos(threading.Thread):
                     except ProcessLookupError:
                         pass  # died on its own meanwhile; the supervisor sees it
             time.sleep(0.05)
+
+    def _kill_primary(self) -> None:
+        """SIGKILL the primary the sentinels name, unless a failover is still under way;
+        a thread times how long until they name the next one."""
+        failover = self.stack.failover
+        if failover is None or any(t.is_alive() for t in self.failed_over):
+            return
+        port = failover.primary_port()
+        name = f"redis-{failover.data_ports.index(port)}" if port in failover.data_ports else None
+        if name is None or self.stack.procs[name].poll() is not None or name in self.supervisor._due:
+            return
+        killed_at = time.monotonic()
+        try:
+            os.kill(self.stack.procs[name].pid, signal.SIGKILL)
+        except ProcessLookupError:
+            return
+        self.kills["redis primary"] += 1
+
+        def timed() -> None:
+            failover.wait_for_primary(port, timeout=60)
+            self.failovers.append(time.monotonic() - killed_at)
+
+        thread = threading.Thread(target=timed, daemon=True)
+        thread.start()
+        self.failed_over.append(thread)
 
     def _stop_redis(self) -> None:
         """Stop Redis (the supervisor starts it again, from its AOF), unless it is down already."""
@@ -230,6 +269,10 @@ def verdict(clients: list[Client], store: dict[str, dict[str, Any]]) -> dict[str
     }
 
 
+def _p50(values: list[float]) -> float:
+    return latency_ms(values)["p50_ms"] / 1000 if values else 0.0
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=200)
@@ -244,11 +287,14 @@ def main() -> None:
     parser.add_argument("--restart-redis-every", help="also stop Redis this often (e.g. 20s); the supervisor restarts it")
     parser.add_argument("--redis-signal", choices=("term", "kill"), default="term",
                         help="term: a shutdown (AOF written); kill: a crash (the last second may be lost)")
+    parser.add_argument("--kill-redis-primary-every",
+                        help="run Redis Sentinel and SIGKILL the primary this often (e.g. 20s); it fails over")
     parser.add_argument("--keep", type=Path, help="keep the stack's folder (logs) here instead of a temporary one")
     args = parser.parse_args()
     every = seconds(args.kill_every)
     redis_every = seconds(args.restart_redis_every) if args.restart_redis_every else None
     redis_signal = signal.SIGTERM if args.redis_signal == "term" else signal.SIGKILL
+    primary_every = seconds(args.kill_redis_primary_every) if args.kill_redis_primary_every else None
 
     with tempfile.TemporaryDirectory() as tmp:
         work = args.keep or Path(tmp)
@@ -261,9 +307,9 @@ def main() -> None:
         tenant = {"search.agentic_daily_cap": 1_000_000, "search.agentic_max_seconds": args.budget, "search.agentic_max_steps": 6}
         with (
             scripted_model(args.latency, work / "model", search_round=True) as model,
-            demo_stack(work, model.base_url, env, tenant) as (stack, key),
+            demo_stack(work, model.base_url, env, tenant, sentinel=primary_every is not None) as (stack, key),
         ):
-            chaos = Chaos(stack, every, args.seed, args.max_kills, redis_every, redis_signal)
+            chaos = Chaos(stack, every, args.seed, args.max_kills, redis_every, redis_signal, primary_every)
             started = time.monotonic()
             chaos.start()
             try:
@@ -277,6 +323,8 @@ def main() -> None:
             finally:
                 chaos.stop_supervising.set()
                 chaos.join()  # before the stack stops: the supervisor must not restart what stop() ends
+                for thread in chaos.failed_over:
+                    thread.join(60)
             log_dir = stack.log_dir
 
     v = verdict(clients, store)
@@ -290,6 +338,9 @@ def main() -> None:
         {"": "kills", "value": sum(chaos.kills.values())},
         *({"": f"  {n}", "value": f"{chaos.kills[n]} killed, {chaos.restarts[n]} restarted"} for n in VICTIMS),
         {"": f"redis stopped ({args.redis_signal}) / restarted from AOF", "value": f"{chaos.redis_stops} / {chaos.restarts['redis']}"},
+        *([{"": "redis primary killed / failed over", "value": f"{chaos.kills['redis primary']} / {len(chaos.failovers)}"},
+           {"": "  failover p50 / max", "value": f"{_p50(chaos.failovers):.1f} / {max(chaos.failovers, default=0):.1f} s"}]
+          if primary_every else []),
         {"": "SSE streams resumed (Last-Event-ID)", "value": sum(c.resumes for c in clients)},
         {"": "requests cut before the run id was known (sent again)", "value": cut},
         {"": "  runs they had started: ended, unread", "value": unread},
@@ -304,7 +355,8 @@ def main() -> None:
     ]
     print(f"soak: {args.runs} runs, {args.rate:g} a second, at most {args.concurrency} in flight, a kill every {every:g} s, "
           f"model {args.latency:g} s per call, budget {args.budget:g} s; {sent_for:.0f} s of traffic"
-          + (f"; Redis stopped ({args.redis_signal}) every {redis_every:g} s" if redis_every else ""))
+          + (f"; Redis stopped ({args.redis_signal}) every {redis_every:g} s" if redis_every else "")
+          + (f"; the Redis primary SIGKILLed every {primary_every:g} s (Sentinel)" if primary_every else ""))
     print(format_table(rows))
     if v["lost"] or v["duplicated"]:
         print("lost:", json.dumps(v["lost_detail"]), "\nduplicated:", json.dumps(v["duplicated_detail"]))
@@ -315,6 +367,8 @@ def main() -> None:
         "kill_every_s": every, "kills": dict(chaos.kills), "restarts": dict(chaos.restarts),
         "redis_restart_every_s": redis_every, "redis_signal": args.redis_signal if redis_every else None,
         "redis_stops": chaos.redis_stops,
+        "redis_primary_kill_every_s": primary_every, "redis_primary_kills": chaos.kills["redis primary"],
+        "failover_s": sorted(round(t, 2) for t in chaos.failovers),
         "resumed_streams": sum(c.resumes for c in clients), "cut_requests": cut, "runs_ended_unread": unread,
         "refused": {str(code): sum(c.refused[code] for c in clients) for code in (503, 429, 409)},
         "other_5xx": sum(len(c.server_errors) for c in clients),

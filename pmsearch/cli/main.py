@@ -260,8 +260,9 @@ def verify(
     out.print_json(data=verdict)
 
 
-def local_stack(settings: CliSettings):
-    """The stack ``pmsearch up`` runs (not started): ports, var dir and model from the settings."""
+def local_stack(settings: CliSettings, *, sentinel: bool = False):
+    """The stack ``pmsearch up`` runs (not started): ports, var dir and model from the
+    settings; with ``sentinel``, Redis as a primary, a replica and three sentinels."""
     from pmsearch.cli.stack import Stack
 
     model_env = settings.model_env()
@@ -273,19 +274,23 @@ def local_stack(settings: CliSettings):
         local_model=not model_env.get("PM_MODEL_BASE_URL"),
         extra_env=model_env | sync,
         services=("searcher", "verifier", "planner", "answerer", *(("sync",) if sync else ())),
+        sentinel=sentinel,
     )
 
 
 @app.command()
 def up(
     no_demo: bool = typer.Option(False, "--no-demo", help="Do not load the demo mailbox"),
+    sentinel: bool = typer.Option(
+        False, "--sentinel", help="Run Redis as a primary, a replica and three sentinels (a failover demo)"
+    ),
 ) -> None:
     """Start Redis, the services and the gateway on this machine; load the demo mailbox."""
     from pmsearch.cli.demo import load_demo
     from pmsearch.cli.supervisor import Supervisor
 
     settings = cli_settings()
-    stack = local_stack(settings)
+    stack = local_stack(settings, sentinel=sentinel)
     # Stopped by a supervisor (systemd, a container runtime, `kill`) or by a closed
     # terminal, stop as on Ctrl-C: every process the stack started, then exit.
     for sig in STOP_SIGNALS:

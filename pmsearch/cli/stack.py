@@ -18,13 +18,16 @@ import time
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 import httpx
 import redis
 
 from pmsearch.cli.acl import ACCOUNTS, render
 from pmsearch.cli.private import write_private
+
+if TYPE_CHECKING:
+    from pmsearch.cli.failover import FailoverSet
 
 ROOT = Path(__file__).resolve().parents[2]
 # How the operator wants the processes' logs (JSON lines, or text to read by eye).
@@ -82,6 +85,9 @@ class Stack:
     extra_env: dict[str, str] = field(default_factory=dict)
     log_dir: Path | None = None
     redis_maxmemory: str = "1gb"
+    # A primary, its replica and three sentinels instead of one Redis (docs/scale.md,
+    # "Redis Sentinel"); the services find the primary through the sentinels.
+    sentinel: bool = False
     procs: dict[str, subprocess.Popen] = field(default_factory=dict)
     # How to start each process again (the supervisor of `pmsearch up` restarts the dead).
     launchers: dict[str, Callable[[], subprocess.Popen]] = field(default_factory=dict)
@@ -97,6 +103,7 @@ class Stack:
         self.redis_port = self.redis_port or free_port()
         self.gateway_port = self.gateway_port or free_port()
         self.secrets = Secrets.load_or_create(self.var_dir / "secrets.json")
+        self.failover: FailoverSet | None = None
         self.log_dir = Path(self.log_dir or self.var_dir / "log")
         self.log_dir.mkdir(parents=True, exist_ok=True)
 
@@ -111,6 +118,9 @@ class Stack:
         return f"http://127.0.0.1:{self.gateway_port}"
 
     def redis_client(self, user: str = "admin") -> redis.Redis:
+        """A client of the primary as ``user`` (with Sentinel, the primary named now)."""
+        if self.failover is not None:
+            return self.failover.primary_client(user)
         return redis.Redis.from_url(self.redis_url, username=user, password=self.secrets.passwords[user])
 
     def env_for(self, user: str) -> dict[str, str]:
@@ -122,6 +132,8 @@ class Stack:
             PM_REDIS_PASSWORD=self.secrets.passwords[user],
             PYTHONUNBUFFERED="1",
         )
+        if self.failover is not None:
+            env.update(self.failover.service_env(user))
         if user in ("gateway", "searcher"):
             env["PM_SCOPE_KEY"] = self.secrets.scope_key
         if user == "searcher":
@@ -153,6 +165,14 @@ class Stack:
         return self.launchers[name]()
 
     def start_redis(self) -> None:
+        if self.sentinel:
+            from pmsearch.cli.failover import FailoverSet
+
+            # Its processes are the stack's: stopped last, restarted by the supervisor.
+            self.failover = FailoverSet(self.var_dir / "failover", self.secrets, log_dir=self.log_dir, procs=self.procs)
+            self.failover.start()
+            self.launchers.update({name: partial(self.failover.restart, name) for name in self.failover.names})
+            return
         redis_dir = self.var_dir / "redis"
         redis_dir.mkdir(parents=True, exist_ok=True)
         acl = redis_dir / "users.acl"
@@ -264,7 +284,7 @@ class Stack:
         """Stop the services, then Redis and the model server (the services finish and
         acknowledge their work through Redis): SIGTERM to each process's group, SIGKILL
         to what lingers past 10 s."""
-        last = ("redis", "model")
+        last = ("redis", "model", *(self.failover.names if self.failover is not None else ()))
         self._stop([p for n, p in self.procs.items() if n not in last])
         self._stop([p for n, p in self.procs.items() if n in last])
         self.procs.clear()

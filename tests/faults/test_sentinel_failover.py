@@ -1,10 +1,13 @@
 """Sentinel mode (PM_REDIS_SENTINELS): a service's client follows the primary the
 sentinels name through a SIGKILL of the primary, on real redis-server processes with
-pmsearch's ACL users (pmsearch/testing/failover.py)."""
+pmsearch's ACL users (pmsearch/cli/failover.py)."""
 
 from __future__ import annotations
 
 import asyncio
+import json
+import subprocess
+import sys
 import time
 
 import pytest
@@ -13,9 +16,10 @@ import redis.asyncio as aioredis
 
 from pmsearch.shared import bus
 from pmsearch.shared.settings import ServiceSettings
-from pmsearch.testing.failover import FailoverSet
+from pmsearch.cli.failover import FailoverSet
+from pmsearch.cli.stack import ROOT
 
-pytestmark = pytest.mark.timeout(120)
+pytestmark = pytest.mark.timeout(450)
 
 
 @pytest.fixture
@@ -114,3 +118,19 @@ def test_sentinel_addresses_that_are_not_host_port_stop_the_service_at_start(mon
     monkeypatch.setenv("PM_REDIS_SENTINELS", "127.0.0.1:26379,sentinel-b")
     with pytest.raises(ValueError, match="'sentinel-b' is not host:port"):
         ServiceSettings()
+
+
+def test_agentic_runs_end_exactly_once_through_sigkills_of_the_primary():
+    """The whole stack on Sentinel (bench.soak's harness: scripted model, demo mailbox,
+    a careful client), the primary SIGKILLed every few seconds while runs are in flight;
+    the supervisor starts each old primary again as its successor's replica."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "bench.soak", "--runs", "12", "--rate", "1.5", "--kill-every", "1000s",
+         "--max-kills", "0", "--kill-redis-primary-every", "4s"],
+        capture_output=True, text=True, timeout=400, cwd=ROOT,
+    )
+    result = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert result["lost"] == 0 and result["duplicated"] == 0
+    assert result["runs_in_store"] == 12 and result["outcomes"] == {"answered": 12}
+    assert result["redis_primary_kills"] >= 2 and len(result["failover_s"]) == result["redis_primary_kills"]

@@ -1,6 +1,6 @@
 """A Redis primary, its replica and three sentinels as real processes on loopback, with
-pmsearch's ACL users, for the fault tests and benchmarks of Sentinel mode (docs/scale.md,
-"Redis Sentinel").
+pmsearch's ACL users: what ``pmsearch up --sentinel``, the fault tests and the soak
+benchmark run Sentinel mode on (docs/scale.md, "Redis Sentinel").
 
 Every data server runs with the shipped ACL (``deploy/redis/users.acl.in``) and logs in
 to its primary as the ``replica`` user; each sentinel watches the primary as the
@@ -37,7 +37,8 @@ class FailoverSet:
     """``start()`` brings up a primary, a replica and three sentinels under ``root``."""
 
     root: Path
-    secrets: Secrets = field(init=False)
+    secrets: Secrets | None = None  # made and kept under root when not given
+    log_dir: Path | None = None  # root when not given
     data_ports: list[int] = field(default_factory=list)
     sentinel_ports: list[int] = field(default_factory=list)
     procs: dict[str, subprocess.Popen] = field(default_factory=dict)
@@ -45,7 +46,9 @@ class FailoverSet:
     def __post_init__(self) -> None:
         self.root = Path(self.root).resolve()
         self.root.mkdir(parents=True, exist_ok=True)
-        self.secrets = Secrets.load_or_create(self.root / "secrets.json")
+        self.log_dir = Path(self.log_dir or self.root)
+        self.log_dir.mkdir(parents=True, exist_ok=True)
+        self.secrets = self.secrets or Secrets.load_or_create(self.root / "secrets.json")
         self.data_ports = self.data_ports or [free_port(), free_port()]
         self.sentinel_ports = self.sentinel_ports or [free_port() for _ in range(3)]
 
@@ -89,13 +92,20 @@ class FailoverSet:
         best = max(set(named), key=named.count, default=None)
         return best if best is not None and named.count(best) >= QUORUM else None
 
+    def primary_client(self, user: str = "admin") -> redis.Redis:
+        """A client of the primary the sentinels name now, as ``user``."""
+        port = self.primary_port()
+        if port is None:
+            raise redis.ConnectionError("the sentinels name no primary")
+        return self.data_client(port, user)
+
     def role(self, port: int) -> str:
         return self.data_client(port).execute_command("ROLE")[0].decode()
 
     # ------------------------------------------------------------ processes
 
     def _spawn(self, name: str, argv: list[str]) -> subprocess.Popen:
-        with open(self.root / f"{name}.log", "ab") as log:
+        with open(self.log_dir / f"{name}.log", "ab") as log:
             proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
         self.procs[name] = proc
         return proc
@@ -125,6 +135,12 @@ class FailoverSet:
     def start_sentinel(self, index: int) -> None:
         port, primary = self.sentinel_ports[index], self.data_ports[0]
         conf = self.root / f"sentinel-{index}.conf"
+        if conf.exists():
+            # A sentinel started again reads the state it wrote (which server is the
+            # primary now); a new file would point it at the first primary.
+            self._spawn(f"sentinel-{index}", [shutil.which("redis-server") or "/usr/bin/redis-server", str(conf), "--sentinel"])
+            self._wait(lambda: self.sentinel_client(port).ping(), f"sentinel-{index}")
+            return
         lines = [
             f"port {port}", "bind 127.0.0.1", f"dir {self.root}",
             f"sentinel monitor {MASTER} 127.0.0.1 {primary} {QUORUM}",
@@ -142,6 +158,10 @@ class FailoverSet:
         self._wait(lambda: self.sentinel_client(port).ping(), f"sentinel-{index}")
 
     def start(self) -> FailoverSet:
+        # A new set: the first data server is the primary, and the sentinels' files of
+        # an earlier one (other ports, another primary) are not read.
+        for conf in self.root.glob("sentinel-*.conf"):
+            conf.unlink()
         self.start_data(0)
         self.start_data(1, replica_of=self.data_ports[0])
         for index in range(len(self.sentinel_ports)):
@@ -156,6 +176,34 @@ class FailoverSet:
             if int(master.get("num-slaves", 0)) < 1 or int(master.get("num-other-sentinels", 0)) < 2:
                 return False
         return self.data_client(self.data_ports[1]).info("replication").get("master_link_status") == "up"
+
+    @property
+    def names(self) -> list[str]:
+        return [f"redis-{i}" for i in range(len(self.data_ports))] + [f"sentinel-{i}" for i in range(len(self.sentinel_ports))]
+
+    def restart(self, name: str) -> subprocess.Popen:
+        """Start ``name`` again (the supervisor's launcher): a data server as a replica of
+        the primary the sentinels name now, never as a second primary beside it."""
+        kind, _, index = name.partition("-")
+        if kind == "sentinel":
+            self.start_sentinel(int(index))
+        else:
+            own = self.data_ports[int(index)]
+            self.start_data(int(index), replica_of=self._successor(own))
+        return self.procs[name]
+
+    def _successor(self, own: int) -> int | None:
+        """The primary a data server that died must follow: the one the sentinels name
+        once they have failed over from it. While they still name the dead one, wait: come
+        back as a primary it would take writes that the failover then throws away. None
+        when they name none other within a failover's time (nothing left to follow)."""
+        deadline = time.monotonic() + (DOWN_AFTER_MS + FAILOVER_TIMEOUT_MS) / 1000 + 5
+        while time.monotonic() < deadline:
+            port = self.primary_port()
+            if port not in (None, own):
+                return port
+            time.sleep(0.1)
+        return None
 
     def kill(self, name: str, sig: signal.Signals = signal.SIGKILL) -> None:
         proc = self.procs.pop(name)
