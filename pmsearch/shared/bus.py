@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import json
 import socket
-import time
 from typing import Any, TypeVar
 from urllib.parse import urlparse
 
@@ -165,28 +164,18 @@ def decode(fields: dict[bytes | str, bytes | str], model: type[M]) -> M:
     return model.model_validate_json(envelope["data"])
 
 
-async def publish(
-    redis: aioredis.Redis, stream: str, message: BaseModel, *, max_age_seconds: float | None = None
-) -> bytes:
+async def publish(redis: aioredis.Redis, stream: str, message: BaseModel) -> bytes:
     """Append ``message``. The stream is trimmed by its consumers, of what every group
     has consumed (:meth:`pmsearch.shared.consumer_group.ConsumerGroup.trim_consumed`), never of
     entries nobody has read: a long backlog waits, bounded by Redis's memory (a full
-    Redis refuses writes, answered 503 ``store_full``). With ``max_age_seconds`` only
-    entries that young are kept: a request nobody waits for any more is worth nothing."""
-    return await redis.xadd(stream, encode(message), **_trimming(max_age_seconds))
+    Redis refuses writes, answered 503 ``store_full``), and a consumer group's lag (what
+    an autoscaler reads, ``XINFO GROUPS``) stays exact."""
+    return await redis.xadd(stream, encode(message))
 
 
-def publish_in(pipe: Pipeline, stream: str, message: BaseModel, *, max_age_seconds: float | None = None) -> None:
-    """Queue ``message`` on ``pipe``, trimmed as :func:`publish` trims. In a MULTI, the
-    message is sent together with the pipeline's other writes or not at all."""
-    pipe.xadd(stream, encode(message), **_trimming(max_age_seconds))
-
-
-def _trimming(max_age_seconds: float | None) -> dict[str, Any]:
-    if max_age_seconds is not None:
-        oldest_ms = int((time.time() - max_age_seconds) * 1000)
-        return {"minid": f"{max(oldest_ms, 0)}-0", "approximate": False}
-    return {}
+def publish_in(pipe: Pipeline, stream: str, message: BaseModel) -> None:
+    """Queue ``message`` on ``pipe``, as :func:`publish` appends it."""
+    pipe.xadd(stream, encode(message))
 
 
 async def dead_letter_entry(

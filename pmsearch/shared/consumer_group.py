@@ -2,7 +2,7 @@
 (:mod:`pmsearch.shared.worker`) sends, and nothing else. Each must be granted to the stage's
 Redis user on its own input streams (``deploy/redis/users.acl.in``): ``XGROUP CREATE``,
 ``XREADGROUP``, ``XAUTOCLAIM``, ``XPENDING``, ``XCLAIM``, ``XACK``, ``XINFO GROUPS``,
-``XTRIM`` (and ``XDEL`` where entries are forgotten once handled), and ``XADD``/``XLEN``
+``XTRIM``, and ``XADD``/``XLEN``
 on ``<stream>:dead``.
 """
 
@@ -110,8 +110,13 @@ class ConsumerGroup:
         await self.redis.xack(self.stream, self.group, entry_id)
 
     async def forget(self, entry_id: str) -> None:
-        """Delete a handled (acknowledged) entry from the stream at once."""
-        await self.redis.xdel(self.stream, entry_id)
+        """Drop a handled (acknowledged) entry from the stream now, with every consumed
+        one before it (:meth:`trim_consumed`); while an older one is still pending, at
+        the trim after it is done. Trimmed, not deleted (``XDEL``): a deleted entry at or
+        after a group's last-delivered id makes Redis report that group's lag as unknown,
+        and an autoscaler reads that lag."""
+        ms, seq = id_key(entry_id)
+        await self.trim_consumed(older_than_ms=ms + 1)
 
     async def dead_letter(
         self, entry_id: str, fields: Fields, error: str, deliveries: int, *, keep_payload: bool = True

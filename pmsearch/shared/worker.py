@@ -29,8 +29,10 @@ each process is one consumer, ``<host>-<pid>``. For every input stream:
 * **Trimming by age**: every ``trim_ms`` each input stream drops (``XTRIM MINID``) the
   entries every group has consumed and that are older than ``keep_consumed_ms`` (a run's
   working-key margin, for a replay of recent drafts); an entry not yet delivered or still
-  pending is never dropped. A subscription with ``forget=True`` (raw mail) deletes each
-  entry as soon as it is acknowledged (``XDEL``), and its dead letters keep no payload.
+  pending is never dropped. A subscription with ``forget=True`` (raw mail) trims each
+  entry as soon as it is acknowledged and nothing older is pending, and its dead letters
+  keep no payload. Nothing is deleted with ``XDEL``: a group's lag, which an autoscaler
+  reads, stays exact.
 
 Why not FastStream's stream subscriber (0.7): it creates groups at ``$``, stops the
 subscriber and exits the app on ``NOGROUP``, reports no delivery count before Redis 8.4,

@@ -38,11 +38,10 @@ ALLOWED = [
     ("gateway", lambda r: r.xadd("pm:drafts:watchdog", {"x": "1"})),
     ("gateway", lambda r: r.xadd("pm:runs", {"x": "1"})),
     ("gateway", lambda r: r.set("pm:apikey:abc", "{}")),
-    # The worker runtime trims consumed entries of its own input; the searcher deletes
-    # handled raw mail.
+    # The worker runtime trims consumed entries of its own input, raw mail at once.
     ("planner", lambda r: r.xtrim("pm:runs", minid="1-0")),
     ("verifier", lambda r: r.xtrim("pm:drafts:answerer", minid="1-0")),
-    ("searcher", lambda r: r.xdel("pm:ingest", "1-0")),
+    ("searcher", lambda r: r.xtrim("pm:ingest", minid="1-0")),
 ]
 
 

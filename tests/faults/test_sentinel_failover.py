@@ -14,10 +14,10 @@ import pytest
 import redis
 import redis.asyncio as aioredis
 
-from pmsearch.shared import bus
-from pmsearch.shared.settings import ServiceSettings
 from pmsearch.cli.failover import FailoverSet
 from pmsearch.cli.stack import ROOT
+from pmsearch.shared import bus
+from pmsearch.shared.settings import ServiceSettings
 
 pytestmark = pytest.mark.timeout(450)
 

@@ -1,5 +1,5 @@
-"""Publishing to a stream: bounded by count, or by age for request/reply streams; a
-cancelled retry loop ends even when redis-py reported the cancel as a timeout."""
+"""Publishing to a stream: nothing trimmed at XADD, so a consumer group's lag stays
+exact; a cancelled retry loop ends even when redis-py reported the cancel as a timeout."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import pytest
 from redis.exceptions import TimeoutError as RedisTimeout
 
 from pmsearch.shared.bus import connect, publish, raise_if_cancelled
+from pmsearch.shared.consumer_group import ConsumerGroup
 from pmsearch.shared.messages import Contract
 from pmsearch.shared.settings import ServiceSettings
 
@@ -18,20 +19,52 @@ class Ping(Contract):
     n: int
 
 
-async def test_a_request_stream_keeps_only_entries_younger_than_its_max_age(redis):
-    stream = f"test:bus:{uuid.uuid4().hex}"
-    # An entry from an hour ago, as a stuck consumer would leave it.
-    await redis.xadd(stream, {"data": "old"}, id="1-0")
-    await publish(redis, stream, Ping(n=1), max_age_seconds=60)
-    entries = await redis.xrange(stream)
-    assert len(entries) == 1 and entries[0][1].get(b"data") != b"old"
-
-
-async def test_without_a_max_age_old_entries_stay(redis):
+async def test_publishing_trims_nothing_so_old_entries_stay(redis):
     stream = f"test:bus:{uuid.uuid4().hex}"
     await redis.xadd(stream, {"data": "old"}, id="1-0")
     await publish(redis, stream, Ping(n=1))
     assert len(await redis.xrange(stream)) == 2
+
+
+async def lag(redis, stream: str) -> int | None:
+    return (await redis.xinfo_groups(stream))[0]["lag"]
+
+
+async def test_a_groups_lag_counts_exactly_the_unread_entries_after_every_trim_pmsearch_does(redis):
+    """What an autoscaler reads (XINFO GROUPS lag) after the consumers' own trims: the
+    consumed entries trimmed (XTRIM MINID) and a handled raw-mail entry deleted (XDEL)."""
+    stream = f"test:bus:{uuid.uuid4().hex}"
+    group = ConsumerGroup(redis, stream, "g", "c1")
+    await group.ensure()
+    for n in range(6):
+        await publish(redis, stream, Ping(n=n))
+    assert await lag(redis, stream) == 6
+    read = await group.read(3, 0)
+    for entry_id, _ in read[:2]:
+        await group.ack(entry_id)
+    await group.ack(read[2][0])
+    await group.forget(read[2][0])  # handled raw mail: trimmed with what was consumed before it
+    assert await lag(redis, stream) == 3
+    await group.trim_consumed(older_than_ms=0)
+    assert await lag(redis, stream) == 3
+    await publish(redis, stream, Ping(n=6))
+    assert await lag(redis, stream) == 4
+    for entry_id, _ in await group.read(10, 0):
+        await group.ack(entry_id)
+    assert await lag(redis, stream) == 0
+
+
+async def test_trimming_an_unread_entry_by_age_would_overstate_the_lag_for_good(redis):
+    """Why nothing is trimmed at XADD (the searcher drops an expired request instead):
+    Redis counts a trimmed unread entry as still to read."""
+    stream = f"test:bus:{uuid.uuid4().hex}"
+    group = ConsumerGroup(redis, stream, "g", "c1")
+    await group.ensure()
+    ids = [await publish(redis, stream, Ping(n=n)) for n in range(4)]
+    (read,) = await group.read(1, 0)
+    await group.ack(read[0])
+    await redis.xadd(stream, {"n": "4"}, minid=ids[3], approximate=False)  # the read one and two unread
+    assert await redis.xlen(stream) == 2 and await lag(redis, stream) == 4
 
 
 async def test_a_retry_loop_ends_when_its_task_is_cancelled_even_if_the_cancel_came_out_as_a_timeout():

@@ -38,8 +38,9 @@ class Searcher:
 
     async def call(self, stream: str, request_id: str, message: BaseModel, timeout: float) -> bytes:
         """The searcher's raw reply to ``message``, or :class:`UpstreamTimeout`."""
-        # Trimmed by age: past twice its timeout a request has been given up on.
-        await publish(self.redis, stream, message, max_age_seconds=2 * timeout)
+        # Never trimmed by age here: the searcher's worker drops a request read past its
+        # deadline (an undelivered entry trimmed away would stay in the group's lag for good).
+        await publish(self.redis, stream, message)
         popped = await self.redis.blpop([streams.reply_key(request_id)], timeout=timeout)
         if popped is None:
             raise UpstreamTimeout(f"no answer from the searcher within {timeout:g} s")

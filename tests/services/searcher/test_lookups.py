@@ -7,6 +7,8 @@ import secrets
 import time
 import uuid
 
+import httpx
+
 from pmsearch.shared import streams
 from pmsearch.shared.bus import encode
 from pmsearch.shared.messages import LookupReplied, LookupRequested
@@ -47,3 +49,19 @@ def test_a_lookup_reads_only_inside_its_scope(demo_stack, api):
     outside = _lookup(demo_stack, sign_scope(_scope("acme", "bob"), key), "acme", message_id)
     assert inside.outcome.ok and inside.outcome.output.messages[0].message_id == message_id
     assert not outside.outcome.ok and outside.outcome.error_code == "not_found"
+
+
+def test_a_direct_request_read_after_its_deadline_is_dropped_unanswered_and_counted(demo_stack):
+    """The gateway gave up on it (and does not trim it away by age: the group's lag
+    would count it for good), so the worker runtime acknowledges it without work."""
+    token = sign_scope(_scope("acme", "alice"), demo_stack.secrets.scope_key)
+    late, fresh = uuid.uuid4().hex, uuid.uuid4().hex
+    gateway = demo_stack.redis_client("gateway")
+    for request_id, deadline in ((late, time.time() - 1), (fresh, time.time() + 30)):
+        req = LookupRequested(request_id=request_id, tenant_id="acme", scope_token=token, deadline=deadline,
+                              tool="read_message", arguments={"message_id": "m-none"})
+        gateway.xadd(streams.LOOKUPS, encode(req))
+    assert gateway.blpop([streams.reply_key(fresh)], timeout=15) is not None
+    assert gateway.blpop([streams.reply_key(late)], timeout=1) is None
+    metrics = httpx.get(f"http://127.0.0.1:{demo_stack.metrics_ports['searcher']}/metrics", timeout=5).text
+    assert 'pm_worker_dropped_total{reason="deadline_passed",stream="pm:lookups"}' in metrics
