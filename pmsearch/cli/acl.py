@@ -9,10 +9,11 @@ from pathlib import Path
 
 TEMPLATE = Path(__file__).resolve().parents[2] / "deploy" / "redis" / "users.acl.in"
 USERS = ("admin", "gateway", "searcher", "planner", "answerer", "verifier", "sync")
-# The failover machinery's own users (Sentinel, a replica) on the data servers, and the
-# one every service asks the sentinels with: no service logs in to Redis as them.
-FAILOVER_USERS = ("sentinel", "replica", "discovery")
-ACCOUNTS = USERS + FAILOVER_USERS
+# The users of the machinery around pmsearch, never of a service: Sentinel and a replica
+# on the data servers, the one every service asks the sentinels with, and an
+# autoscaler's (KEDA) reader of the stages' stream lag.
+INFRA_USERS = ("sentinel", "replica", "discovery", "keda")
+ACCOUNTS = USERS + INFRA_USERS
 
 
 def _user_lines(template: Path) -> list[str]:
