@@ -112,6 +112,13 @@ class SearcherSettings(ScopeKeySettings):
     qdrant_url: str | None = None
     qdrant_api_key: SecretStr | None = None
     collection: str = "pm_mail"
+    # A Qdrant cluster (docs/scale.md): how a new collection is laid out across its nodes.
+    # Shards (per tenant key when sharded by tenant) and copies of each; unset, the
+    # server's defaults. By tenant, every tenant's points live in shards of its own
+    # (custom shard keys), which the cluster can place and move one tenant at a time.
+    qdrant_shards: int | None = Field(default=None, ge=1)
+    qdrant_replication: int | None = Field(default=None, ge=1)
+    qdrant_shard_by_tenant: bool = False
     # onnx: int8 MiniLM on onnxruntime (the default, no PyTorch); torch: the same model on
     # sentence-transformers (the '.[torch]' extra); openai: a remote /embeddings endpoint;
     # use / e5: multilingual USE v3 / multilingual-e5-small, bundled in their packages

@@ -19,11 +19,12 @@ def open_index(settings: SearcherSettings, dim: int, embedder: str | None = None
     if settings.qdrant_url:
         from qdrant_client import QdrantClient
 
-        from pmsearch.services.searcher.index.server import ServerIndex
+        from pmsearch.services.searcher.index.server import ServerIndex, Sharding
 
         api_key = settings.qdrant_api_key.get_secret_value() if settings.qdrant_api_key else None
         client = QdrantClient(location=settings.qdrant_url, api_key=api_key)
-        return ServerIndex(client, settings.collection, dim, embedder=embedder)
+        sharding = Sharding(settings.qdrant_shards, settings.qdrant_replication, settings.qdrant_shard_by_tenant)
+        return ServerIndex(client, settings.collection, dim, embedder=embedder, sharding=sharding)
     from pmsearch.services.searcher.index.edge import EdgeIndex
 
     return EdgeIndex(settings.data_dir / "qdrant-edge", dim, embedder=embedder)

@@ -3,12 +3,21 @@
 Same collection layout, same sparse BM25 vectors (computed client-side by
 :mod:`pmsearch.services.searcher.index.bm25`) and same filter conditions as the Edge adapter.
 ``QdrantClient(location=":memory:")`` works as a stand-in in tests, but is far too slow to
-serve.
+serve, and knows no shards.
+
+On a cluster a new collection is laid out by :class:`Sharding`: its shard count and
+replication factor, and, sharded by tenant, custom shard keys: each tenant's points are
+written under a shard key of its own (created with its first point), the collection's
+marker under :data:`META_KEY`. Reads name no shard key and search every shard (a tenant
+filter still applies): a tenant's shard key may not exist yet, and a query never has to
+know where a tenant lives.
 """
 
 from __future__ import annotations
 
 import logging
+from collections import defaultdict
+from dataclasses import dataclass
 from http import HTTPStatus
 from typing import Any, Mapping, Sequence
 
@@ -38,6 +47,20 @@ def _schema(field: str) -> models.PayloadSchemaType | models.KeywordIndexParams:
 
 
 _INDEXED = (layout.TENANT_FIELD, *layout.KEYWORD_FIELDS, *layout.BOOL_FIELDS, *layout.FLOAT_FIELDS)
+# The shard key of the collection's own marker point (schema, embedder, index id) when
+# sharded by tenant: no tenant's, as a tenant id starts with a letter or digit
+# (pmsearch/services/gateway/admin/schemas.py).
+META_KEY = "_pmsearch"
+
+
+@dataclass(frozen=True)
+class Sharding:
+    """How a new collection is spread over a cluster: ``shards`` (per shard key when
+    ``by_tenant``) and ``replication`` copies of each, None for the server's default."""
+
+    shards: int | None = None
+    replication: int | None = None
+    by_tenant: bool = False
 
 
 class ServerIndex:
@@ -45,10 +68,15 @@ class ServerIndex:
     created with the shared layout if missing; an existing one must have ``dim``, and
     name ``embedder`` if it names one (see :class:`pmsearch.services.searcher.index.edge.EdgeIndex`)."""
 
-    def __init__(self, client: QdrantClient, collection: str, dim: int, *, embedder: str | None = None) -> None:
+    def __init__(
+        self, client: QdrantClient, collection: str, dim: int, *, embedder: str | None = None,
+        sharding: Sharding = Sharding(),
+    ) -> None:
         self.client = client
         self.collection = collection
         self.dim = dim
+        self.sharding = sharding
+        self._shard_keys: set[str] = set()  # the tenant shard keys known to exist
         if client.collection_exists(collection):
             # Another embedder's vectors (often of another size): say which before the size check does.
             found = client.retrieve(collection, [layout.SCHEMA_POINT_ID], with_payload=True)
@@ -61,6 +89,9 @@ class ServerIndex:
                     collection,
                     vectors_config={layout.DENSE: models.VectorParams(size=dim, distance=models.Distance.COSINE)},
                     sparse_vectors_config={layout.SPARSE: models.SparseVectorParams(modifier=models.Modifier.IDF)},
+                    shard_number=sharding.shards,
+                    replication_factor=sharding.replication,
+                    sharding_method=models.ShardingMethod.CUSTOM if sharding.by_tenant else None,
                 )
             except UnexpectedResponse as exc:
                 # Two replicas starting together both saw no collection; the other one
@@ -69,6 +100,7 @@ class ServerIndex:
                     raise
                 log.info("collection %s was created by another replica meanwhile", collection)
                 self._check_layout()
+        self._meta = self._shard_key(META_KEY)
         existing = set(client.get_collection(collection).payload_schema or {})
         for field in _INDEXED:
             if field not in existing:
@@ -78,7 +110,7 @@ class ServerIndex:
 
     def _check_embedder(self, embedder: str | None) -> None:
         """Check (or record) the embedder, and learn (or give) the collection's id."""
-        found = self.client.retrieve(self.collection, [layout.SCHEMA_POINT_ID], with_payload=True)
+        found = self._marker()
         marker = (found[0].payload or {}) if found else {}
         fields = {}
         if layout.needs_embedder_record(marker.get(layout.EMBEDDER_FIELD), embedder, f"collection {self.collection!r}"):
@@ -88,15 +120,17 @@ class ServerIndex:
         if not marker.get(layout.INDEX_ID_FIELD):
             fields[layout.INDEX_ID_FIELD] = layout.new_index_id()
         if fields:
-            self.client.set_payload(self.collection, payload=fields, points=[layout.SCHEMA_POINT_ID], wait=True)
-            found = self.client.retrieve(self.collection, [layout.SCHEMA_POINT_ID], with_payload=True)
+            self.client.set_payload(
+                self.collection, payload=fields, points=[layout.SCHEMA_POINT_ID], wait=True, shard_key_selector=self._meta
+            )
+            found = self._marker()
             marker = (found[0].payload or {}) if found else {}
         self.index_id = str(marker.get(layout.INDEX_ID_FIELD))
 
     def _upgrade_schema(self, indexed: set[str]) -> None:
         """Bring a collection written by older code to :data:`layout.SCHEMA_VERSION`
         (payloads rewritten in place, vectors and ids untouched), then record the version."""
-        found = self.client.retrieve(self.collection, [layout.SCHEMA_POINT_ID], with_payload=True)
+        found = self._marker()
         version = (found[0].payload or {}).get(layout.SCHEMA_FIELD) if found else None
         if version == layout.SCHEMA_VERSION:
             return
@@ -117,7 +151,7 @@ class ServerIndex:
         if version is None or version < layout.KEYWORDS_OWN_WORDS:
             moved = max(moved, self._rederive_keywords())
         marker = models.PointStruct(id=layout.SCHEMA_POINT_ID, vector={}, payload={layout.SCHEMA_FIELD: layout.SCHEMA_VERSION})
-        self.client.upsert(self.collection, [marker], wait=True)
+        self.client.upsert(self.collection, [marker], wait=True, shard_key_selector=self._meta)
         if moved:
             log.info("collection %s migrated to schema %d: %d points", self.collection, layout.SCHEMA_VERSION, moved)
 
@@ -143,6 +177,29 @@ class ServerIndex:
             if offset is None or not page:
                 return
 
+    def _marker(self) -> list[models.Record]:
+        return self.client.retrieve(
+            self.collection, [layout.SCHEMA_POINT_ID], with_payload=True, shard_key_selector=self._meta
+        )
+
+    def _shard_key(self, key: str) -> str | None:
+        """``key`` as the shard key of the points written under it, created on first use,
+        when the collection is sharded by tenant; None (no key) otherwise."""
+        if not self.sharding.by_tenant:
+            return None
+        if key not in self._shard_keys:
+            try:
+                self.client.create_shard_key(
+                    self.collection, key, shards_number=self.sharding.shards,
+                    replication_factor=self.sharding.replication,
+                )
+            except UnexpectedResponse as exc:
+                # Another replica created it first, or this one did before a restart.
+                if exc.status_code not in (HTTPStatus.BAD_REQUEST, HTTPStatus.CONFLICT) or "exist" not in str(exc):
+                    raise
+            self._shard_keys.add(key)
+        return key
+
     def _check_layout(self) -> None:
         params = self.client.get_collection(self.collection).config.params
         dense = params.vectors.get(layout.DENSE) if isinstance(params.vectors, dict) else None
@@ -155,9 +212,13 @@ class ServerIndex:
     # -- writes ----------------------------------------------------------------------
 
     def upsert(self, chunks: Sequence[Chunk]) -> None:
-        points = [self._point(c) for c in chunks]
-        for i in range(0, len(points), layout.UPSERT_BATCH):
-            self.client.upsert(self.collection, points[i : i + layout.UPSERT_BATCH], wait=True)
+        by_tenant: dict[str, list[models.PointStruct]] = defaultdict(list)
+        for c in chunks:
+            by_tenant[c.payload.tenant_id if self.sharding.by_tenant else ""].append(self._point(c))
+        for tenant, points in by_tenant.items():
+            key = self._shard_key(tenant) if tenant else None
+            for i in range(0, len(points), layout.UPSERT_BATCH):
+                self.client.upsert(self.collection, points[i : i + layout.UPSERT_BATCH], wait=True, shard_key_selector=key)
 
     def close(self) -> None:
         self.client.close()
@@ -255,6 +316,7 @@ class ServerIndex:
 
     def set_message_fields(self, tenant_id: str, message_id: str, fields: Mapping[str, Any]) -> None:
         where = _filter(layout.message_conditions(tenant_id, message_id))
+        # No shard key: an update by filter reaches every shard, and the filter names the tenant.
         self.client.set_payload(self.collection, payload=dict(fields), points=where, wait=True)
 
     def _records(self, flt: IndexFilter, limit: int, *, with_vector: bool) -> list[models.Record]:
