@@ -146,7 +146,7 @@ def test_a_write_or_extract_answer_with_a_wrong_amount_is_the_mails_sentence_it_
     assert first.count('"') == 2 or "«" in first  # the mail's words, quoted
     assert answer_["sentences"][0]["citations"][0]["excerpt"]["matched_quote"] is True
     (removed,) = [r for r in result["trace"]["removed_sentences"] if r["replaced"]]
-    assert removed["reason"] == "figure_not_found" and removed["offending"] == "EUR 2,115.00"
+    assert removed["reason"] == "figure_not_found" and "2,115.00" in removed["offending"]
 
 
 def test_answered_run_cites_only_retrieved_messages_with_copied_excerpts(api, stack_model):
