@@ -127,9 +127,8 @@ class Chaos(threading.Thread):
         while not self.stop_supervising.is_set():
             self.supervisor.check()
             now = time.monotonic()
-            if self.primary_every and not self.stop_killing.is_set() and now >= next_primary:
+            if self.primary_every and not self.stop_killing.is_set() and now >= next_primary and self._kill_primary():
                 next_primary = now + self.primary_every
-                self._kill_primary()
             if self.redis_every and not self.stop_killing.is_set() and now >= next_redis:
                 next_redis = now + self.redis_every
                 self._stop_redis()
@@ -145,21 +144,24 @@ class Chaos(threading.Thread):
                         pass  # died on its own meanwhile; the supervisor sees it
             time.sleep(0.05)
 
-    def _kill_primary(self) -> None:
-        """SIGKILL the primary the sentinels name, unless a failover is still under way;
-        a thread times how long until they name the next one."""
+    def _kill_primary(self) -> bool:
+        """SIGKILL the primary the sentinels name, once the last failover is over and the
+        set could survive another (FailoverSet.ready_to_fail_over); a thread times how
+        long until they name the next one. False when it is not time yet."""
         failover = self.stack.failover
         if failover is None or any(t.is_alive() for t in self.failed_over):
-            return
+            return False
         port = failover.primary_port()
         name = f"redis-{failover.data_ports.index(port)}" if port in failover.data_ports else None
         if name is None or self.stack.procs[name].poll() is not None or name in self.supervisor._due:
-            return
+            return False
+        if not failover.ready_to_fail_over(port):
+            return False
         killed_at = time.monotonic()
         try:
             os.kill(self.stack.procs[name].pid, signal.SIGKILL)
         except ProcessLookupError:
-            return
+            return False
         self.kills["redis primary"] += 1
 
         def timed() -> None:
@@ -169,6 +171,7 @@ class Chaos(threading.Thread):
         thread = threading.Thread(target=timed, daemon=True)
         thread.start()
         self.failed_over.append(thread)
+        return True
 
     def _stop_redis(self) -> None:
         """Stop Redis (the supervisor starts it again, from its AOF), unless it is down already."""
@@ -261,12 +264,20 @@ def verdict(clients: list[Client], store: dict[str, dict[str, Any]]) -> dict[str
     # and marking it published); the gateway only wakes up on it and relays the stored
     # result once, so it is reported, not counted as a duplicate.
     repeated_notices = sorted(r for r, s in store.items() if s["progress_done"] > 1)
+    differing = {r: _differing_fields(followed[r].result, store[r]["result"]) for r in dup["client_result_differs"]}
     lost_runs = set(lost["no_stored_result"]) | {f"client {i}" for i in lost["client_without_done"]}
     dup_runs = set().union(*(set(v) for v in dup.values()))
     return {
         "lost": len(lost_runs), "duplicated": len(dup_runs), "lost_detail": lost, "duplicated_detail": dup,
-        "repeated_done_entries": repeated_notices,
+        "repeated_done_entries": repeated_notices, "differing_fields": differing,
     }
+
+
+def _differing_fields(relayed: dict[str, Any], stored: RunResult) -> dict[str, list[Any]]:
+    """Which of a result's top-level fields the client saw otherwise than the store
+    holds, with both values: what tells a re-made run from a relayed one."""
+    theirs, ours = RunResult.model_validate(relayed).model_dump(mode="json"), stored.model_dump(mode="json")
+    return {k: [theirs.get(k), ours.get(k)] for k in sorted(set(theirs) | set(ours)) if theirs.get(k) != ours.get(k)}
 
 
 def _p50(values: list[float]) -> float:
@@ -360,6 +371,8 @@ def main() -> None:
     print(format_table(rows))
     if v["lost"] or v["duplicated"]:
         print("lost:", json.dumps(v["lost_detail"]), "\nduplicated:", json.dumps(v["duplicated_detail"]))
+        for run_id, fields in v["differing_fields"].items():
+            print(f"run {run_id}: the client saw otherwise than the store holds:", json.dumps(fields)[:2000])
         if args.keep:
             print(f"logs in {log_dir}")
     emit_json({

@@ -55,6 +55,11 @@ class ServiceSettings(BaseSettings):
         entries = [e.strip() for e in self.redis_sentinels.split(",") if e.strip()]
         return [(host, int(port)) for host, _, port in (e.rpartition(":") for e in entries)]
 
+    def result_replicas(self) -> int:
+        if self.redis_result_replicas is not None:
+            return self.redis_result_replicas
+        return 1 if self.redis_sentinels else 0
+
     redis_url: str = "redis://127.0.0.1:6379/0"
     redis_username: str | None = None
     redis_password: SecretStr | None = None
@@ -65,6 +70,11 @@ class ServiceSettings(BaseSettings):
     redis_sentinel_master: str = "pmsearch"
     redis_sentinel_username: str | None = None
     redis_sentinel_password: SecretStr | None = None
+    # Replicas a run's result must reach (Redis WAIT) before the run is announced done and
+    # a client may read it; until then the verifier retries. Unset: 1 with Sentinel (a
+    # failover must not lose a result a client has read), 0 without (a lone server has
+    # none to wait for). 0 with Sentinel prefers answering to that guarantee.
+    redis_result_replicas: int | None = Field(default=None, ge=0)
     # Connections one Redis client may open (pmsearch/shared/bus.py connect); past them a command
     # waits for a free one rather than failing.
     redis_max_connections: int = Field(default=100, ge=4)

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import signal
 import subprocess
 import sys
 import time
@@ -16,7 +18,12 @@ import redis.asyncio as aioredis
 
 from pmsearch.cli.failover import FailoverSet
 from pmsearch.cli.stack import ROOT
-from pmsearch.shared import bus
+from pmsearch.services.verifier import metrics
+from pmsearch.services.verifier.errors import ResultNotReplicated
+from pmsearch.services.verifier.repository import Repository
+from pmsearch.shared import bus, streams
+from pmsearch.shared.messages import RunResult
+from pmsearch.shared.runstore import RunStore
 from pmsearch.shared.settings import ServiceSettings
 
 pytestmark = pytest.mark.timeout(450)
@@ -125,12 +132,68 @@ def test_agentic_runs_end_exactly_once_through_sigkills_of_the_primary():
     a careful client), the primary SIGKILLed every few seconds while runs are in flight;
     the supervisor starts each old primary again as its successor's replica."""
     proc = subprocess.run(
-        [sys.executable, "-m", "bench.soak", "--runs", "12", "--rate", "1.5", "--kill-every", "1000s",
-         "--max-kills", "0", "--kill-redis-primary-every", "4s"],
+        [sys.executable, "-m", "bench.soak", "--runs", "24", "--rate", "1", "--kill-every", "1000s",
+         "--max-kills", "0", "--kill-redis-primary-every", "8s"],
         capture_output=True, text=True, timeout=400, cwd=ROOT,
     )
     result = json.loads(proc.stdout.strip().splitlines()[-1])
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert result["lost"] == 0 and result["duplicated"] == 0
-    assert result["runs_in_store"] == 12 and result["outcomes"] == {"answered": 12}
+    assert result["runs_in_store"] == 24 and result["outcomes"] == {"answered": 24}
     assert result["redis_primary_kills"] >= 2 and len(result["failover_s"]) == result["redis_primary_kills"]
+
+
+def _verifier_finishes(fs: FailoverSet, monkeypatch, run: str) -> bool:
+    """The verifier's finishing step for a fresh run, through the sentinels as the
+    verifier user (the shipped ACL): True when it published the run."""
+    settings = settings_for(fs, "verifier", monkeypatch)
+
+    async def finish() -> bool:
+        client = bus.connect(settings)
+        try:
+            repo = Repository(client, replicas=settings.result_replicas())
+            result = RunResult(run_id=run, tenant_id="acme", outcome="insufficient_evidence", finished_at=time.time())
+            return await repo.finish(result, "1-0")
+        finally:
+            await client.aclose()
+
+    return asyncio.run(finish())
+
+
+def _published(fs: FailoverSet, run: str):
+    async def read():
+        client = aioredis.Redis(port=fs.primary_port(), username="admin", password=fs.secrets.passwords["admin"])
+        try:
+            return await RunStore(client).published_result(run)
+        finally:
+            await client.aclose()
+
+    return asyncio.run(read())
+
+
+def test_a_result_is_on_the_replica_before_its_run_is_announced(failover, monkeypatch):
+    primary, replica = failover.data_ports
+    before = metrics.RESULTS_UNREPLICATED._value.get()
+    assert _verifier_finishes(failover, monkeypatch, "r" * 32)
+    assert failover.data_client(replica).get(streams.final_key("r" * 32)) is not None
+    assert _published(failover, "r" * 32) is not None
+    assert metrics.RESULTS_UNREPLICATED._value.get() == before
+
+
+def test_a_result_no_replica_holds_is_not_announced_until_its_retry_finds_one(failover, monkeypatch):
+    """A stopped replica: the verifier waits its bounded time, leaves the run
+    unannounced (no client reads a result a failover could lose) and counts it; the
+    draft's retry, once the replica is back, announces the same stored result."""
+    run, before = "s" * 32, metrics.RESULTS_UNREPLICATED._value.get()
+    replica = failover.procs["redis-1"]
+    os.killpg(replica.pid, signal.SIGSTOP)
+    try:
+        with pytest.raises(ResultNotReplicated):
+            _verifier_finishes(failover, monkeypatch, run)
+        assert _published(failover, run) is None
+    finally:
+        os.killpg(replica.pid, signal.SIGCONT)
+    assert metrics.RESULTS_UNREPLICATED._value.get() == before + 1
+    stored = failover.primary_client().get(streams.final_key(run))
+    assert _verifier_finishes(failover, monkeypatch, run)
+    assert _published(failover, run).model_dump_json() == stored.decode()

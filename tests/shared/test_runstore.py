@@ -246,8 +246,7 @@ async def test_the_finishing_steps_announce_the_stored_result_once(redis) -> Non
     assert not await store.claim_owner(run, "2-0", 10_000)
     assert await store.owner(run) == ("1-0", False)
     await store.store_result(result(run, "degraded"))
-    await store.announce(result(run, "degraded"), time.time() + 30)
-    await store.mark_published(run, "1-0")
+    await store.announce(result(run, "degraded"), time.time() + 30, "1-0")
     assert await store.owner(run) == ("1-0", True)
     assert [e.event for _, e in await store.read_progress(run, "0-0", block_ms=None)] == ["done"]
 
@@ -291,8 +290,7 @@ async def test_every_stage_runs_its_part_of_a_run_under_its_own_acl_user(stage_u
         assert set(await verifier.evidence(run)) == {"m1"}
         assert await verifier.claim_owner(run, "1-0", 10_000)
         assert await verifier.store_result(result(run))
-        await verifier.announce(result(run), deadline)
-        await verifier.mark_published(run, "1-0")
+        await verifier.announce(result(run), deadline, "1-0")
 
         assert (await gateway.result(run)).outcome == "answered"
         assert [e.event for _, e in await gateway.read_progress(run, "0-0", block_ms=None)] == [

@@ -5,7 +5,8 @@
         ├── RequestContractError   a drafts entry that does not match VerificationRequested
         ├── DraftMismatch          a draft whose run, tenant, scope or question is not the run's record
         ├── StoreError             Redis refused or failed a read or write
-        │   └── RunBusy            another draft of the run holds the finishing lease
+        │   ├── RunBusy            another draft of the run holds the finishing lease
+        │   └── ResultNotReplicated  no replica took the result in time (Sentinel mode)
         └── AuditInputError        a draft or evidence file given to ``pmsearch verify`` is unusable
 
 Verification itself never raises: a sentence that fails is removed and recorded, not an
@@ -53,6 +54,15 @@ class RunBusy(StoreError):
 
     code = "run_busy"
     title = "Run being finished by another draft"
+
+
+class ResultNotReplicated(StoreError):
+    """Sentinel mode: the stored result reached fewer replicas than
+    ``PM_REDIS_RESULT_REPLICAS`` in time, so the run is not announced; the draft stays
+    pending and its retry announces the same stored result once a replica holds it."""
+
+    code = "result_not_replicated"
+    title = "Result not yet on a replica"
 
 
 class AuditInputError(VerifierError):

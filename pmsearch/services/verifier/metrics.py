@@ -24,6 +24,11 @@ RUNS_FINISHED = Counter(
     "Runs finished (exactly one per run: counted by the writer that stored the result).",
     ["outcome"],
 )
+RESULTS_UNREPLICATED = Counter(
+    "pm_verifier_results_unreplicated",
+    "Finishing steps that stored a result fewer replicas than PM_REDIS_RESULT_REPLICAS held in time "
+    "(Sentinel mode): not announced, retried.",
+)
 SECONDS = Histogram(
     "pm_verifier_seconds",
     "Seconds to handle one verification request, reading evidence to publishing.",

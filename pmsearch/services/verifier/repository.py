@@ -39,7 +39,8 @@ import time
 import redis.asyncio as aioredis
 from redis.exceptions import RedisError
 
-from pmsearch.services.verifier.errors import RunBusy, StoreError
+from pmsearch.services.verifier import metrics
+from pmsearch.services.verifier.errors import ResultNotReplicated, RunBusy, StoreError
 from pmsearch.shared.messages import EvidenceMessage, RunMeta, RunResult, RunSnapshot
 from pmsearch.shared.runstore import RunStore, owner_key
 
@@ -55,6 +56,9 @@ OWNER_LEASE_SECONDS = 10.0
 # How long a draft waits in its handler for another draft's finishing step to end
 # before it stays pending for a retry instead.
 BUSY_WAIT_SECONDS = 1.0
+# How long one finishing step waits for a result's replicas (Sentinel mode), in WAITs of
+# REPLICA_WAIT_MS, before it leaves the draft to be retried; within the owner lease.
+REPLICA_WAIT_SECONDS = 5.0
 _BUSY_POLL_SECONDS = 0.02
 
 
@@ -68,8 +72,13 @@ class Repository:
         lease_seconds: float = OWNER_LEASE_SECONDS,
         busy_wait_seconds: float = BUSY_WAIT_SECONDS,
         retention_days: float | None = None,
+        replicas: int = 0,
     ) -> None:
         self.redis = redis
+        # Replicas a result must reach before the run is announced done (Sentinel mode):
+        # a result a client has read must outlive the failover of the primary it was
+        # written to, and replication is asynchronous.
+        self.replicas = replicas
         self.store = RunStore(redis, retention_days=retention_days)
         self.lease_ms = max(1, int(lease_seconds * 1000))
         self.busy_wait_seconds = busy_wait_seconds
@@ -113,7 +122,7 @@ class Repository:
         try:
             if not await self._claim(run_id, token):
                 return False
-            if not await self.store.store_result(result):
+            if not await self._store(result):
                 # Stored by an earlier finishing step that never published (it died, or
                 # this is its own redelivery): publish what is stored, not this draft.
                 earlier = await self.stored_result(run_id)
@@ -124,11 +133,32 @@ class Repository:
             # The evidence kept for this result is shortened before the run is announced
             # done: a client that reads the run when it ends sees its final state.
             await self.store.release_kept(run_id)
-            await self.store.announce(result, deadline)
-            await self.store.mark_published(run_id, token)
+            await self.store.announce(result, deadline, token)
         except RedisError as exc:
             raise StoreError(f"cannot write the result of run {run_id}: {exc}") from exc
         return True
+
+    async def _store(self, result: RunResult) -> bool:
+        """Store the result (False: the run had one); with replicas, return only once as
+        many hold the run's result, waiting up to :data:`REPLICA_WAIT_SECONDS` (a
+        failover's successor gets its replica back in a second or two).
+
+        Raises :class:`ResultNotReplicated` past that: the run is not announced, since a
+        client must not read a result a failover could lose; the draft stays pending and
+        its retry finds the stored result and waits again."""
+        give_up = time.monotonic() + REPLICA_WAIT_SECONDS
+        stored = False
+        while True:
+            first, reached = await self.store.store_result_replicated(result, replicas=self.replicas)
+            stored = stored or first
+            if reached >= self.replicas:
+                return stored
+            if time.monotonic() >= give_up:
+                metrics.RESULTS_UNREPLICATED.inc()
+                raise ResultNotReplicated(
+                    f"run {result.run_id}: its result reached {reached} of {self.replicas} replicas "
+                    f"in {REPLICA_WAIT_SECONDS:g} s; announced when one holds it"
+                )
 
     async def _claim(self, run_id: str, token: str) -> bool:
         """Take the run's finishing lease (or find this draft already holds it). False

@@ -49,11 +49,12 @@ def parse_request(data: bytes | str) -> VerificationRequested:
 
 
 async def handle(
-    request: VerificationRequested, delivery: Delivery, redis: aioredis.Redis, *, retention_days: float | None = None
+    request: VerificationRequested, delivery: Delivery, redis: aioredis.Redis, *,
+    retention_days: float | None = None, replicas: int = 0,
 ) -> bool:
     """Verify one draft and write its run's result; True if this call published it."""
     started = time.perf_counter()
-    repo = Repository(redis, retention_days=retention_days)
+    repo = Repository(redis, retention_days=retention_days, replicas=replicas)
     try:
         run = await repo.run_meta(request.run_id)
         request = cancellation(checked(request, run), run)
@@ -97,7 +98,8 @@ def build_app(
     redis = connect(settings)
 
     async def on_draft(request: VerificationRequested, delivery: Delivery) -> None:
-        await handle(request, delivery, redis, retention_days=settings.run_retention_days)
+        await handle(request, delivery, redis, retention_days=settings.run_retention_days,
+                     replicas=settings.result_replicas())
 
     # One stream per producer (pmsearch/shared/streams.py), and the old shared one, drained.
     for stream in (*DRAFT_STREAMS, LEGACY_DRAFTS):

@@ -4,7 +4,7 @@ Each stage holds a :class:`RunStore` on its own Redis connection and calls only 
 methods its Redis user may run (``deploy/redis/users.acl.in``):
 
 =========  ==================================================================
-gateway    :meth:`admit`, :meth:`meta`, :meth:`mark_cancelled`, :meth:`result`,
+gateway    :meth:`admit`, :meth:`meta`, :meth:`mark_cancelled`, :meth:`published_result`,
            :meth:`finished`, :meth:`read_progress`, the watchdog's :meth:`overdue`,
            :meth:`claim_overdue`, :meth:`unwatch`, and the index (:meth:`index_page`,
            :meth:`metas`, :meth:`results`)
@@ -13,7 +13,7 @@ planner    :meth:`create_state`, :meth:`state`, :meth:`held_state`,
 searcher   :meth:`add_evidence`, :meth:`finished`
 answerer   :meth:`evidence_list`, :meth:`finished`
 verifier   :meth:`meta`, :meth:`evidence`, :meth:`snapshot`, :meth:`result`, the
-           finishing steps (:meth:`claim_owner` ... :meth:`mark_published`)
+           finishing steps (:meth:`claim_owner` ... :meth:`announce`)
 =========  ==================================================================
 
 TTLs and the progress cap come from :mod:`pmsearch.shared.runstore.policy`; every record is
@@ -79,6 +79,10 @@ class HeldState(Generic[M]):
 def index_key(tenant_id: str) -> str:
     """One tenant's runs: a sorted set of run ids by start time."""
     return f"{INDEX_ALL}:{tenant_id}"
+
+
+# One WAIT for a result's replicas (Sentinel mode); the verifier repeats it for a while.
+REPLICA_WAIT_MS = 500
 
 
 def owner_key(run_id: str) -> str:
@@ -318,9 +322,36 @@ class RunStore:
 
     async def store_result(self, result: RunResult) -> bool:
         """``SET final NX``: False when the run already has a result."""
-        return bool(
-            await self.redis.set(streams.final_key(result.run_id), result.model_dump_json(), nx=True, ex=self.retention)
-        )
+        return (await self.store_result_replicated(result, replicas=0))[0]
+
+    async def store_result_replicated(self, result: RunResult, *, replicas: int) -> tuple[bool, int]:
+        """:meth:`store_result`, then (with ``replicas``) ``WAIT replicas``: whether it
+        was stored, and how many replicas held the run's result (this one or an earlier
+        one) at most :data:`REPLICA_WAIT_MS` later.
+
+        Redis counts a WAIT from the last write of its own connection, so the WAIT shares
+        the SET's connection (one pipeline), and an EXPIRE of the key, a write whatever
+        the SET did, makes it cover an earlier result too."""
+        key = streams.final_key(result.run_id)
+        async with self.redis.pipeline(transaction=False) as pipe:
+            pipe.set(key, result.model_dump_json(), nx=True, ex=self.retention)
+            if replicas:
+                pipe.expire(key, self.retention)
+                pipe.wait(replicas, REPLICA_WAIT_MS)
+            replies = await pipe.execute()
+        return bool(replies[0]), int(replies[-1]) if replicas else 0
+
+    async def published_result(self, run_id: str) -> RunResult | None:
+        """The run's result once its finishing step announced it, else None: a result
+        stored but not announced may not be on a replica yet (Sentinel mode) and could
+        be lost to a failover, and a client must never read one that later differs."""
+        async with self.redis.pipeline(transaction=False) as pipe:
+            pipe.get(streams.final_key(run_id))
+            pipe.get(owner_key(run_id))
+            stored, held = await pipe.execute()
+        if held is None or not held.endswith(PUBLISHED):
+            return None
+        return codec.record(run_id, "result", stored, RunResult)
 
     async def release_kept(self, run_id: str) -> None:
         """The run has its result: its evidence and the planner's snapshot need only
@@ -331,21 +362,24 @@ class RunStore:
             pipe.expire(streams.snapshot_key(run_id), WORK_MARGIN_SECONDS, lt=True)
             await pipe.execute()
 
-    async def announce(self, result: RunResult, deadline: float | None) -> None:
-        """The run's ``answer`` (if any) and ``done`` progress entries: wake-ups for the
-        gateway, which sends what the stored result holds."""
+    async def announce(self, result: RunResult, deadline: float | None, token: str) -> None:
+        """Mark the result published (by the draft ``token``), then the run's ``answer``
+        (if any) and ``done`` progress entries: wake-ups for the gateway, which sends what
+        the stored result holds once it is marked (:meth:`published_result`).
+
+        The mark goes first in the same pipeline, so a gateway woken by ``done`` finds
+        it. Cut off between the two, a retry of the draft finds the mark and ends; the
+        gateway's quiet read then finds the result without its wake-up."""
         progress = streams.progress_key(result.run_id)
         events = []
         if result.answer is not None:
             events.append(ProgressEvent(event="answer", payload={"answer": result.answer.model_dump(mode="json")}))
         events.append(ProgressEvent(event="done", payload={"outcome": result.outcome}))
         async with self.redis.pipeline(transaction=False) as pipe:
+            pipe.set(owner_key(result.run_id), token.encode() + PUBLISHED, ex=self.retention)
             for event in events:
                 pipe.xadd(progress, encode(event), maxlen=PROGRESS_MAXLEN, approximate=True)
             # The progress stream may have been created without a TTL; never extend one.
             pipe.expire(progress, work_ttl(deadline), nx=True)
             await pipe.execute()
-
-    async def mark_published(self, run_id: str, token: str) -> None:
-        await self.redis.set(owner_key(run_id), token.encode() + PUBLISHED, ex=self.retention)
 

@@ -207,7 +207,8 @@ class RunService:
         return meta
 
     async def result(self, run_id: str) -> RunResult | None:
-        return await self.store.result(run_id)
+        """The run's result once the verifier announced it (what a client may read)."""
+        return await self.store.published_result(run_id)
 
     async def wait(self, meta: RunMeta, *, live: bool = True) -> RunResult:
         """The finished run; the watchdog guarantees one shortly after the deadline.
@@ -263,7 +264,7 @@ class RunService:
         await request_ending(self.redis, meta, "cancelled", note)
         give_up = time.monotonic() + CANCEL_WAIT_SECONDS
         while time.monotonic() < give_up:
-            result = await self.store.result(run_id)
+            result = await self.result(run_id)
             if result is not None:
                 if result.outcome != "cancelled":
                     raise Conflict(f"run {run_id} finished ({result.outcome}) before it could be cancelled")

@@ -13,7 +13,8 @@ from pmsearch.services.gateway.repository import GatewayRepository
 from pmsearch.services.gateway.runs.service import RunService
 from pmsearch.services.gateway.searcher import Searcher
 from pmsearch.shared.messages import ProgressEvent, RunMeta, RunResult
-from pmsearch.shared.runstore import RunStore
+from pmsearch.shared.runstore import RunStore, owner_key
+from pmsearch.shared.runstore.store import PUBLISHED
 from pmsearch.shared.settings import GatewaySettings
 from tests.fixtures.waiting import until
 
@@ -83,9 +84,9 @@ async def _more(count, than: int) -> bool:
 class CountingStore(RunStore):
     reads = 0
 
-    async def result(self, run_id):
+    async def published_result(self, run_id):
         self.reads += 1
-        return await super().result(run_id)
+        return await super().published_result(run_id)
 
 
 def counting(redis) -> RunService:
@@ -101,7 +102,7 @@ async def _progress_then_result(store: RunStore, meta: RunMeta, *, announce: boo
     result = RunResult(run_id=meta.run_id, tenant_id=meta.tenant_id, outcome="insufficient_evidence")
     await store.store_result(result)
     if announce:
-        await store.announce(result, meta.deadline)
+        await store.announce(result, meta.deadline, "1-0")
 
 
 @pytest.mark.parametrize("how", ["wait", "events"])
@@ -119,9 +120,11 @@ async def test_a_wait_reads_the_result_when_done_is_announced_not_at_every_progr
 
 
 @pytest.mark.parametrize("how", ["wait", "events"])
-async def test_a_result_stored_but_never_announced_is_found_by_a_quiet_read(redis, how) -> None:
-    runs, meta = counting(redis), unfinished_run()
-    await _progress_then_result(RunStore(redis), meta, announce=False)  # the verifier died before announcing
+async def test_a_result_stored_but_not_announced_is_not_read_until_it_is(redis, how) -> None:
+    """The verifier stored a result and died before announcing it (or, with Sentinel, no
+    replica holds it yet): a client waits; the retry's announcement ends the wait."""
+    runs, meta, store = counting(redis), unfinished_run(), RunStore(redis)
+    await _progress_then_result(store, meta, announce=False)
 
     async def outcome() -> RunResult:
         if how == "wait":
@@ -129,8 +132,22 @@ async def test_a_result_stored_but_never_announced_is_found_by_a_quiet_read(redi
         events = [e async for e in runs.events(meta, None)]
         return RunResult.model_validate_json(events[-1]["data"])
 
-    # Without the quiet read the wait would end only at the run's deadline, 60 s away.
-    result = await asyncio.wait_for(outcome(), 20)
+    waiting = asyncio.create_task(outcome())
+    await asyncio.sleep(1.5)
+    assert not waiting.done() and await runs.result(meta.run_id) is None
+    assert await store.result(meta.run_id) is not None  # stored all along
+    await store.announce(await store.result(meta.run_id), meta.deadline, "1-0")
+    result = await asyncio.wait_for(waiting, 10)
+    assert result.outcome == "insufficient_evidence"
+
+
+async def test_an_announcement_cut_off_before_its_wake_up_is_found_by_a_quiet_read(redis) -> None:
+    """Marked published, but the ``done`` entry never written: the wait still ends well
+    before the run's deadline (60 s away)."""
+    runs, meta, store = counting(redis), unfinished_run(), RunStore(redis)
+    await _progress_then_result(store, meta, announce=False)
+    await redis.set(owner_key(meta.run_id), b"1-0" + PUBLISHED)
+    result = await asyncio.wait_for(runs.wait(meta), 20)
     assert result.outcome == "insufficient_evidence"
 
 
