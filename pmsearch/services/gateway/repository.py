@@ -70,7 +70,12 @@ class GatewayRepository:
         digests = list((await self._redis.hgetall(KEY_INDEX)).values())
         if not digests:
             return []
-        raws = await self._redis.mget([_key_record(_text(d)) for d in digests])
+        # One GET per key in a pipeline, not MGET: in a Redis Cluster the records lie on
+        # different slots, and MGET refuses keys that do.
+        async with self._redis.pipeline(transaction=False) as pipe:
+            for digest in digests:
+                pipe.get(_key_record(_text(digest)))
+            raws = await pipe.execute()
         return [ApiKeyRecord.model_validate_json(r) for r in raws if r]
 
     async def find_key_by_id(self, key_id: str) -> tuple[str, ApiKeyRecord] | None:
