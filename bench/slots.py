@@ -60,12 +60,15 @@ class Watch(threading.Thread):
             self.ready.set()
             while not self.stop.is_set():
                 try:
-                    entry = monitor.next_command()
-                except (redis.ConnectionError, ValueError):
+                    # The raw line: redis-py's own parsing drops the quotes that tell
+                    # one argument from the next.
+                    raw = monitor.connection.read_response()
+                except redis.ConnectionError:
                     break
-                argv = _argv(entry["command"])
-                if argv:
-                    self.lines.append((f"{entry.get('client_address')}:{entry.get('client_port')}", argv))
+                line = raw.decode("utf-8", "replace") if isinstance(raw, bytes) else str(raw)
+                found = _LINE.match(line)
+                if found:
+                    self.lines.append((found.group(1), _argv(found.group(2))))
 
     def end(self) -> None:
         self.stop.set()
@@ -73,9 +76,21 @@ class Watch(threading.Thread):
         self.join(10)
 
 
+_LINE = re.compile(r"^\S+ \[\d+ ([^\]]+)\] (.*)$", re.S)
+_ARG = re.compile(r'"((?:[^"\\]|\\.)*)"')
+_ESCAPE = re.compile(r"\\(x[0-9a-fA-F]{2}|.)")
+
+
 def _argv(command: str) -> list[str]:
-    """MONITOR's quoted argv back into strings."""
-    return [bytes(m, "utf-8").decode("unicode_escape") for m in re.findall(r'"((?:[^"\\]|\\.)*)"', command)]
+    """MONITOR's quoted arguments back into strings (keys are plain ASCII; values only
+    need to keep their place)."""
+    def unescape(m: re.Match[str]) -> str:
+        code = m.group(1)
+        if code.startswith("x") and len(code) == 3:
+            return chr(int(code[1:], 16))
+        return {"n": "\n", "r": "\r", "t": "\t"}.get(code, code)
+
+    return [_ESCAPE.sub(unescape, a) for a in _ARG.findall(command)]
 
 
 def users_by_address(stack: Stack) -> dict[str, str]:
@@ -95,7 +110,7 @@ def audit(lines: list[tuple[str, list[str]]], admin: redis.Redis, users: dict[st
         cached = keys_of.get(tuple(argv))
         if cached is None:
             try:
-                cached = [k.decode() if isinstance(k, bytes) else k for k in admin.execute_command("COMMAND", "GETKEYS", *argv)]
+                cached = [k.decode() if isinstance(k, bytes) else k for k in admin.command_getkeys(*argv)]
             except redis.ResponseError:
                 cached = []
             keys_of[tuple(argv)] = cached
@@ -162,10 +177,20 @@ def main() -> None:
             watch = Watch(stack)
             watch.start()
             watch.ready.wait(10)
+            users: dict[str, str] = {}
+            polling = threading.Event()
+
+            def poll() -> None:  # connections come and go: note each one's user while it lasts
+                while not polling.is_set():
+                    users.update(users_by_address(stack))
+                    polling.wait(0.2)
+
+            poller = threading.Thread(target=poll, daemon=True)
+            poller.start()
             keys = load_demo(stack, DEMO, Console(quiet=True))
-            users = users_by_address(stack)
             workload(stack, keys["acme/alice"], args.runs)
-            users |= users_by_address(stack)
+            polling.set()
+            poller.join(5)
             watch.end()
             rows = audit(watch.lines, stack.redis_client(), users)
         finally:
