@@ -66,9 +66,9 @@ class Watch(threading.Thread):
                 except redis.ConnectionError:
                     break
                 line = raw.decode("utf-8", "replace") if isinstance(raw, bytes) else str(raw)
-                found = _LINE.match(line)
+                found = MONITOR_LINE.match(line)
                 if found:
-                    self.lines.append((found.group(1), _argv(found.group(2))))
+                    self.lines.append((found.group(1), monitor_argv(found.group(2))))
 
     def end(self) -> None:
         self.stop.set()
@@ -76,12 +76,12 @@ class Watch(threading.Thread):
         self.join(10)
 
 
-_LINE = re.compile(r"^\S+ \[\d+ ([^\]]+)\] (.*)$", re.S)
+MONITOR_LINE = re.compile(r"^\S+ \[\d+ ([^\]]+)\] (.*)$", re.S)
 _ARG = re.compile(r'"((?:[^"\\]|\\.)*)"')
 _ESCAPE = re.compile(r"\\(x[0-9a-fA-F]{2}|.)")
 
 
-def _argv(command: str) -> list[str]:
+def monitor_argv(command: str) -> list[str]:
     """MONITOR's quoted arguments back into strings (keys are plain ASCII; values only
     need to keep their place)."""
     def unescape(m: re.Match[str]) -> str:

@@ -5,14 +5,14 @@ from __future__ import annotations
 
 import redis
 
-from bench.slots import _LINE, _argv, audit
+from bench.slots import MONITOR_LINE, audit, monitor_argv
 
 
 def lines(*raw: str) -> list[tuple[str, list[str]]]:
     out = []
     for line in raw:
-        found = _LINE.match(line)
-        out.append((found.group(1), _argv(found.group(2))))
+        found = MONITOR_LINE.match(line)
+        out.append((found.group(1), monitor_argv(found.group(2))))
     return out
 
 
