@@ -15,6 +15,7 @@ from kubernetes_validate import utils as k8s
 
 from pmsearch.cli.acl import ACCOUNTS, compose_secrets
 from pmsearch.cli.stack import WORKERS
+from pmsearch.services.sync.config import SyncConfig
 from pmsearch.shared import streams
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -93,7 +94,7 @@ def _deployments() -> dict[str, dict[str, Any]]:
 
 def test_every_stage_runs_its_own_module_as_its_own_redis_user_with_probes():
     deployments = _deployments()
-    assert set(deployments) == {"gateway", *set(WORKERS) - {"sync"}}
+    assert set(deployments) == {"gateway", *WORKERS}
     for stage, d in deployments.items():
         (container,) = d["spec"]["template"]["spec"]["containers"]
         module = "pmsearch.services.gateway.app" if stage == "gateway" else WORKERS[stage]
@@ -150,6 +151,20 @@ def test_every_stage_input_stream_has_a_lag_trigger_naming_its_consumer_group():
             seen[meta["stream"]] = stage
     assert set(seen) == set(streams.GROUP) - {streams.LEGACY_DRAFTS}
     assert set(scaled) <= set(_deployments())
+
+
+def test_the_sync_stage_runs_once_reads_its_sources_from_its_config_map_and_does_not_scale():
+    sync = _deployments()["sync"]
+    assert sync["spec"]["replicas"] == 1 and sync["spec"]["strategy"] == {"type": "Recreate"}
+    pod = sync["spec"]["template"]["spec"]
+    (container,) = pod["containers"]
+    env = {e["name"]: e.get("value") for e in container["env"]}
+    (mount,) = container["volumeMounts"]
+    (volume,) = pod["volumes"]
+    assert env["PM_SYNC_CONFIG"] == f"{mount['mountPath']}/sync.yaml" and volume["configMap"]["name"] == "pmsearch-sync"
+    (config,) = [c for c in OF_KIND["ConfigMap"] if c["metadata"]["name"] == "pmsearch-sync"]
+    assert SyncConfig.model_validate(yaml.safe_load(config["data"]["sync.yaml"])) == SyncConfig()
+    assert "sync" not in {d["spec"]["scaleTargetRef"]["name"].removeprefix("pmsearch-") for d in OF_KIND["ScaledObject"]}
 
 
 def _selects(policy: dict[str, Any], labels: dict[str, str]) -> bool:
