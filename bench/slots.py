@@ -126,10 +126,10 @@ def audit(lines: list[tuple[str, list[str]]], admin: redis.Redis, users: dict[st
             continue
         if name in ("EXEC", "DISCARD") and addr in open_tx:
             queued = open_tx.pop(addr)
-            all_keys = [k for cmd in queued for k in keys(cmd)]
-            if len({key_slot(k.encode()) for k in all_keys}) > 0:
+            slots = {key_slot(k.encode()) for cmd in queued for k in keys(cmd)}
+            if slots:
                 what = " + ".join(sorted({f"{c[0].upper()} {shape(k)}" for c in queued for k in keys(c)}))
-                rows[(user, "MULTI", what, len({key_slot(k.encode()) for k in all_keys}))] += 1
+                rows[(user, "MULTI", what, len(slots))] += 1
             continue
         if addr in open_tx:
             open_tx[addr].append(argv)
