@@ -5,10 +5,12 @@ sentence is *right* when its question must be answered and it cites a supporting
 message, *wrong* otherwise (see evals/compare_verdicts.py). A rule pays on a set when it
 removes more wrong sentences than right ones. Run from the repository root:
 
-    .venv/bin/python evals/rule_counts.py var/eval/<stamp>/report.json [more reports ...]
+    .venv/bin/python evals/rule_counts.py var/eval/<stamp>/report.json [more reports ...] [--switch-off NAME,...]
 
 Prints a table per report and, last, one JSON line. The drafts are the answerer's as
 recorded (no ``--answerer`` re-run): a rule of the verifier is measured on its input.
+``--switch-off`` leaves out mechanisms for every count, as ``evals/replay_verifier.py``
+does (``fallback,unaligned`` counts a ``write_or_extract`` run's drafts as ``write``).
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ ANSWER_RULES = ("answer_removed", "asked_figure_missing", "contradictory")
 PARTS = {
     "off_question: what the question pins": ("off_question", lambda *a, **k: None),
     "off_question: the question's words off the thread": ("off_topic", lambda *a, **k: None),
+    "off_question: the question's words nowhere the claim comes from": ("borrowed_subject", lambda *a, **k: None),
 }
 # What the question pins (pmsearch/services/verifier/question.py), each cleared in turn: the field
 # of ``Pinned`` and its empty value.
@@ -59,6 +62,9 @@ def _right(question: Question, cited: list[str]) -> bool:
     return question.kind == "answerable" and bool(set(cited) & question.supporting_ids())
 
 
+SWITCHED_OFF: frozenset[str] = frozenset()
+
+
 def counts_for(report_path: Path) -> dict[str, dict[str, int]]:
     report = json.loads(report_path.read_text())
     set_path = Path(report["meta"]["set"])
@@ -67,6 +73,7 @@ def counts_for(report_path: Path) -> dict[str, dict[str, int]]:
     corpus = set_corpus(set_path) or settings.demo_dir
     resolve_supporting(questions.values(), corpus_message_ids(corpus))
     drafts = for_report(report_path, admin_client(settings.var_dir, settings.redis_port))
+    service.SWITCHED_OFF = SWITCHED_OFF
     full = _kept(report, questions, drafts)
     out: dict[str, dict[str, int]] = {}
     all_rules = rules.RULES
@@ -74,11 +81,11 @@ def counts_for(report_path: Path) -> dict[str, dict[str, int]]:
         if name in ("empty_sentence", "malformed", "no_citation", "unknown_citation"):
             continue  # what the verifier promises, not a judgement to measure
         rules.RULES = tuple(r for r in all_rules if rules.REASON_OF[r] != name)
-        service.SWITCHED_OFF = frozenset({name}) & frozenset(ANSWER_RULES)
+        service.SWITCHED_OFF = SWITCHED_OFF | (frozenset({name}) & frozenset(ANSWER_RULES))
         try:
             without = _kept(report, questions, drafts)
         finally:
-            rules.RULES, service.SWITCHED_OFF = all_rules, frozenset()
+            rules.RULES, service.SWITCHED_OFF = all_rules, SWITCHED_OFF
         out[name] = _tally(questions, full, without)
     for name, (attribute, stand_in) in PARTS.items():
         original = getattr(rules, attribute)
@@ -120,4 +127,9 @@ def main(paths: list[str]) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    args = sys.argv[1:]
+    if "--switch-off" in args:
+        at = args.index("--switch-off")
+        SWITCHED_OFF = frozenset(args[at + 1].split(","))
+        del args[at : at + 2]
+    main(args)

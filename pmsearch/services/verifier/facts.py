@@ -108,6 +108,14 @@ class SentenceFacts:
         return [source.aligned(self.figures, self.content_stems) for source in self.cited_sources]
 
     @cached_property
+    def anchors(self) -> list[frozenset[str]]:
+        """Per cited message, the stems of the sentences its claim comes from (aligned on
+        the claim, not on the question's words it restates), of its subject and of its
+        sender: where the question's matter must be named."""
+        claim = frozenset(word_stem for _, word_stem in self.claim)
+        return [source.aligned(self.figures, claim).stems | source.heading_stems for source in self.cited_sources]
+
+    @cached_property
     def quotes(self) -> QuoteCheck:
         excerpts: dict[str, Citation] = {}
         quoted: list[str] = []

@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from pmsearch.services.verifier.facts import SentenceFacts
-from pmsearch.services.verifier.topic import MAX_OFFENDING_WORDS, off_question, off_topic
+from pmsearch.services.verifier.topic import MAX_OFFENDING_WORDS, borrowed_subject, off_question, off_topic
 from pmsearch.shared.messages import RemovalReason
 
 # Share of a sentence's content words that may be missing from its cited messages before
@@ -74,10 +74,13 @@ def unknown_citation(f: SentenceFacts, threshold: float) -> Removal | None:
 def off_question_rule(f: SentenceFacts, threshold: float) -> Removal | None:
     """What the question pins down that the sources never name (:func:`.topic.off_question`);
     the question's words the sentence repeats but its sources' threads never use
-    (:func:`.topic.off_topic`)."""
+    (:func:`.topic.off_topic`), or none of which is where its claim comes from
+    (:func:`.topic.borrowed_subject`)."""
     offending = off_question(f.question, f.sources, list(f.cited), f.clean) if f.question else None
     if offending is None:
         offending = off_topic(f.question, f.content, f.sources, list(f.cited), f.own_words)
+    if offending is None:
+        offending = borrowed_subject(f.question, f.content, f.anchors)
     return None if offending is None else Removal("off_question", offending)
 
 

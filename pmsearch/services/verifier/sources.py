@@ -29,7 +29,8 @@ from pmsearch.shared.messages import EvidenceMessage, Excerpt
 from pmsearch.shared.steering import blanked
 from pmsearch.shared.text import align, amounts, figures
 from pmsearch.shared.text.mail import own_text
-from pmsearch.shared.text.words import in_english
+from pmsearch.shared.text.normalize import normalize
+from pmsearch.shared.text.words import in_english, stems_of
 
 _WORD = re.compile(r"\w+")
 # A forwarded message's header line inside a body, not a quoted reply's ("> From: ").
@@ -54,6 +55,13 @@ class Aligned:
             return None
         return Excerpt(text=self.part.original[start:end], part=self.part.name, start=start, end=end, matched_quote=False)
 
+    @property
+    def stems(self) -> frozenset[str]:
+        """The stems of the aligned units' words; none when nothing was aligned."""
+        if self.window is None or not self.window.score:
+            return frozenset()
+        return frozenset().union(*(unit.stems for unit in self.units[self.window.first : self.window.last + 1]))
+
 
 @dataclass(slots=True)
 class Source:
@@ -65,6 +73,7 @@ class Source:
     _words: dict[str, bool] = field(default_factory=dict)
     _own: Part | None = None
     _english: bool | None = None
+    _heading: frozenset[str] | None = None
 
     def has_figure(self, figure: figures.Figure) -> bool:
         """Whether the message's parts, sender or date support ``figure``.
@@ -129,6 +138,13 @@ class Source:
                 word_stem, has_stem
             )
         return known
+
+    @property
+    def heading_stems(self) -> frozenset[str]:
+        """The stems of the words of its sender and subject: who speaks and about what."""
+        if self._heading is None:
+            self._heading = stems_of(_WORD.findall(normalize(f"{self.message.sender} {self.message.subject}")))
+        return self._heading
 
     def has_prefix(self, prefix: str) -> bool:
         """Whether a word of the message's parts or sender starts with ``prefix``."""

@@ -9,6 +9,8 @@ nothing.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from pmsearch.services.verifier.question import IDENTIFIER, Pinned, gives
 from pmsearch.services.verifier.sources import Sources
 
@@ -70,3 +72,18 @@ def off_topic(
     if own_words and len(lost) < len(repeated):
         return None
     return " ".join(lost[:MAX_OFFENDING_WORDS])
+
+
+def borrowed_subject(question: Pinned, content: list[tuple[str, str]], anchors: Iterable[frozenset[str]]) -> str | None:
+    """The question's words a sentence repeats, when none of the question's words is
+    where its claim comes from: in a cited message's sentences the claim aligns with, its
+    subject or its sender (``anchors``, the stems of each). The sentence took its subject
+    from the question and its fact from a message about another matter ("the boiler will
+    be repaired by Friday", cited to "please settle the invoice by Friday"). One of the
+    question's words there is enough: a reply answers in its own words under the thread's
+    subject ("delivery expected in June" under "Re: two new boilers"), and "the link is
+    ..." needs only the newsletter the question names."""
+    repeated = [w for w, st in content if st in question.words]
+    if not repeated or any(not anchor.isdisjoint(question.words) for anchor in anchors):
+        return None
+    return " ".join(repeated[:MAX_OFFENDING_WORDS])

@@ -6,6 +6,7 @@ from datetime import UTC, datetime
 
 import pytest
 
+from pmsearch.services.verifier import rules
 from pmsearch.services.verifier.question import AMOUNT, IDENTIFIER, LINK, WHEN, gives, pinned
 from pmsearch.services.verifier.service import verify
 from pmsearch.shared.messages import Draft, DraftSentence, EvidenceMessage
@@ -196,15 +197,25 @@ def test_a_paraphrase_that_repeats_one_question_word_its_sources_lack_is_kept() 
     assert verdict.kept
 
 
-def test_question_words_found_elsewhere_in_the_cited_thread_count() -> None:
+def _offsite_cost():
     thread = message("m555555555555", "Our team offsite is at the lake.", subject="Receipt")
     thread = thread.model_copy(update={"thread_id": "t-streamflix"})
-    verdict = _verify(
+    return _verify(
         "How much is the team offsite costing per person?",
         ("The team offsite costs EUR 12.99 on the Premium plan.", M6),
         extra=[thread, _receipt_in("t-streamflix")],
     )
-    assert not any(r.reason == "off_question" for r in verdict.removed)
+
+
+def test_question_words_found_elsewhere_in_the_cited_thread_count_for_the_thread_check(monkeypatch) -> None:
+    monkeypatch.setattr(rules, "borrowed_subject", lambda *args: None)
+    assert not any(r.reason == "off_question" for r in _offsite_cost().removed)
+
+
+def test_question_words_only_elsewhere_in_the_thread_do_not_carry_the_claim() -> None:
+    # The thread names the offsite; the EUR 12.99 comes from a receipt's sentence, and
+    # neither that sentence nor the receipt's subject or sender names anything asked.
+    assert [(r.reason, r.offending) for r in _offsite_cost().removed] == [("off_question", "team offsite costs")]
 
 
 def _forklift_order():

@@ -16,7 +16,7 @@ from pmsearch.shared.messages import Draft
 from pmsearch.shared.text.normalize import normalize
 from pmsearch.shared.text.words import WORD as _WORD
 from pmsearch.shared.text.words import stem, stems_of
-from tests.services.verifier.factory import M1, M6, M6_BODY, evidence, message, request
+from tests.services.verifier.factory import M1, M5, M6_BODY, evidence, message, request
 from tests.services.verifier.test_properties import SETTINGS
 
 
@@ -76,8 +76,9 @@ def test_threshold_is_a_parameter() -> None:
 
 
 def test_the_question_is_no_free_pass() -> None:
-    # The words come from the question; the cited receipt holds none of them.
-    req = request(text=f"The insurer accepted everything for the Golf claim [{M6}].")
+    # The words come from the question; the cited settlement names the Golf claim (so the
+    # sentence is on the question's matter) but says nothing of accepting everything.
+    req = request(text=f"The insurer accepted everything for the Golf claim [{M5}].")
     req.question = "Did the insurer accept everything for the Golf claim?"
     result = decide(req, evidence())
     assert result.outcome == "insufficient_evidence"

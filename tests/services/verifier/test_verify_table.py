@@ -10,7 +10,7 @@ import pytest
 from pmsearch.services.verifier.rules import REASON_OF, RULES
 from pmsearch.services.verifier.service import ANSWER_REASONS, RETIRED_REASONS, verify
 from pmsearch.shared.messages import Draft, DraftSentence, EvidenceMessage, RemovalReason
-from tests.services.verifier.factory import FOREIGN, M1, M2, M3, M4, M5, M6, NEVER, evidence
+from tests.services.verifier.factory import FOREIGN, M1, M2, M3, M4, M5, M6, NEVER, evidence, message
 from tests.services.verifier.test_corrections import FIRST, RESENT
 
 ANY = object()
@@ -34,6 +34,17 @@ def text(t: str) -> Draft:
 def items(*pairs: tuple[str, list[str]]) -> Draft:
     return Draft(sentences=[DraftSentence(text=t, citations=c) for t, c in pairs])
 
+
+# A reply that answers in its own words under the thread's subject, and a message about
+# another matter whose other sentences share the question's everyday words.
+BOILERS = message("mb0b0b0b0b0b0", "Thanks, order placed today, delivery expected in mid-June.", subject="Re: two new boilers")
+INVOICE = message(
+    "mc1c1c1c1c1c1",
+    "The new pallets arrived late again.\n\nPlease settle invoice 5521 by the end of next week.",
+    subject="Invoice 5521",
+    sender="billing@supplier.example",
+).model_copy(update={"thread_id": "th-invoice"})
+BOILER_SOURCES = {m.message_id: m for m in (BOILERS, INVOICE)}
 
 CASES: dict[str, Case] = {
     # ---------------------------------------------------------------- citations
@@ -529,6 +540,15 @@ CASES: dict[str, Case] = {
     "a sentence about the invoice asked about": Case(
         items(("The settlement is EUR 2,115.50.", [M5])), question="Was invoice INV-2024-0173 settled?",
         kept=[ANY],
+    ),
+    "the question's subject with a fact from a message about another matter": Case(
+        items(("The new boilers will arrive by the end of next week.", [INVOICE.message_id])),
+        question="When will the new boilers arrive?", sources=BOILER_SOURCES,
+        removed=[("off_question", "new boilers arrive")],
+    ),
+    "the question's subject named only by the reply's subject": Case(
+        items(("The new boilers will arrive in mid-June.", [BOILERS.message_id])),
+        question="When will the new boilers arrive?", sources=BOILER_SOURCES, kept=[ANY],
     ),
     "an answer without the asked amount": Case(
         items(("The claim is accepted.", [M1])), question="How much will the repair get paid?",
