@@ -159,10 +159,9 @@ def workload(stack: Stack, key: str, runs: int) -> None:
                 http.delete(f"/v1/runs/{run_id}", headers=user)
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--runs", type=int, default=6)
-    args = parser.parse_args()
+def observe(runs: int) -> tuple[int, list[dict[str, Any]]]:
+    """Run the stack and its workload under MONITOR: the commands watched, and the
+    transaction and multi-key shapes (:func:`audit`)."""
     from rich.console import Console
 
     from pmsearch.cli.demo import load_demo
@@ -188,22 +187,28 @@ def main() -> None:
             poller = threading.Thread(target=poll, daemon=True)
             poller.start()
             keys = load_demo(stack, DEMO, Console(quiet=True))
-            workload(stack, keys["acme/alice"], args.runs)
+            workload(stack, keys["acme/alice"], runs)
             polling.set()
             poller.join(5)
             watch.end()
-            rows = audit(watch.lines, stack.redis_client(), users)
+            return len(watch.lines), audit(watch.lines, stack.redis_client(), users)
         finally:
             stack.stop()
 
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--runs", type=int, default=6)
+    args = parser.parse_args()
+    watched, rows = observe(args.runs)
     cross = [r for r in rows if r["slots"] > 1]
-    print(f"slots: {len(watch.lines)} commands watched; {len(rows)} transaction or multi-key shapes, "
+    print(f"slots: {watched} commands watched; {len(rows)} transaction or multi-key shapes, "
           f"{len(cross)} of them on more than one hash slot (a Redis Cluster refuses those)")
     print(format_table([{**r, "keys": r["keys"][:110]} for r in rows]))
     by_user = defaultdict(int)
     for r in cross:
         by_user[r["user"]] += 1
-    emit_json({"bench": "slots", "commands": len(watch.lines), "shapes": len(rows), "cross_slot": len(cross),
+    emit_json({"bench": "slots", "commands": watched, "shapes": len(rows), "cross_slot": len(cross),
                "cross_slot_by_user": dict(by_user), "cross_slot_shapes": cross})
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import redis
 
-from bench.slots import MONITOR_LINE, audit, monitor_argv
+from bench.slots import MONITOR_LINE, audit, monitor_argv, observe
 
 
 def lines(*raw: str) -> list[tuple[str, list[str]]]:
@@ -39,3 +39,12 @@ def test_a_multi_key_command_outside_a_transaction_is_listed_too(redis_url):
     rows = audit(lines('1.0 [0 127.0.0.1:3] "MGET" "pm:apikey:a" "pm:apikey:b"',
                        '1.1 [0 127.0.0.1:3] "GET" "pm:apikey:a"'), admin, {})
     assert [(r["kind"], r["slots"], r["user"]) for r in rows] == [("MGET", 2, "?")]
+
+
+def test_no_transaction_or_multi_key_command_of_the_running_stack_spans_two_slots():
+    # The stack with its demo mailbox, agentic runs waited for and streamed, a cancel,
+    # direct searches and the key list, every command watched: a Redis Cluster would
+    # refuse any of them whose keys lie on two slots.
+    watched, rows = observe(runs=2)
+    assert watched > 500 and any(r["user"] == "gateway" and r["kind"] == "MULTI" for r in rows), rows
+    assert [r for r in rows if r["slots"] > 1] == []

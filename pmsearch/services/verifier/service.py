@@ -37,7 +37,10 @@ removes it. The rules run in the order of ``rules.RULES`` over the sentence's fa
    order number) or a version ("the final invoice", "the corrected invoice") by a cited
    message; a proper name or a month by a cited message or another message of its
    thread. A true sentence about another invoice, another tenant's claim or April's
-   bill does not answer about this one;
+   bill does not answer about this one. A sentence that repeats the question's words
+   must find one of them where its claim comes from (the cited message's sentences
+   that carry the claim, its subject or its sender): otherwise it took its subject from
+   the question and its fact from a message about another matter;
 9. it does not stand only on messages their senders corrected when the corrections do
    not say it too (else ``superseded``, offending: the old figure or word; see
    :mod:`.corrections`).

@@ -4,7 +4,7 @@ Each stage holds a :class:`RunStore` on its own Redis connection and calls only 
 methods its Redis user may run (``deploy/redis/users.acl.in``):
 
 =========  ==================================================================
-gateway    :meth:`admit`, :meth:`meta`, :meth:`mark_cancelled`, :meth:`published_result`,
+gateway    :meth:`admit`, :meth:`withdraw`, :meth:`meta`, :meth:`mark_cancelled`, :meth:`published_result`,
            :meth:`finished`, :meth:`read_progress`, the watchdog's :meth:`overdue`,
            :meth:`claim_overdue`, :meth:`unwatch`, and the index (:meth:`index_page`,
            :meth:`metas`, :meth:`results`)
@@ -32,7 +32,6 @@ from typing import Generic, TypeVar
 
 from pydantic import BaseModel
 from redis.asyncio import Redis
-from redis.asyncio.client import Pipeline
 from redis.exceptions import WatchError
 
 from pmsearch.shared import streams
@@ -111,22 +110,42 @@ class RunStore:
     # ------------------------------------------------------------ gateway
 
     async def admit(self, meta: RunMeta, watch_at: float) -> None:
-        """Record an admitted run (:meth:`admit_in`) on its own."""
-        async with self.redis.pipeline(transaction=True) as pipe:
-            self.admit_in(pipe, meta, watch_at)
+        """Record an admitted run, one hash slot a step (a Redis Cluster runs no
+        transaction across slots), in an order that a writer dying between two steps
+        leaves something the watchdog settles: its entry in the watchdog's set first (an
+        entry without a record is dropped at the deadline), then the record (a recorded
+        run is ended at its deadline, ``budget_exhausted``, unless it was published and
+        ends on its own), then its place in the indexes. Each step may be sent again."""
+        await self.watch_deadline(meta.run_id, watch_at)
+        await self.record(meta)
+        await self.index(meta)
+
+    async def watch_deadline(self, run_id: str, watch_at: float) -> None:
+        """Put the run in the watchdog's set (an entry already there keeps its time)."""
+        await self.redis.zadd(streams.WATCHDOG, {run_id: watch_at}, nx=True)
+
+    async def record(self, meta: RunMeta) -> None:
+        """Store the run's record (a record already there is kept)."""
+        await self.redis.set(streams.meta_key(meta.run_id), meta.model_dump_json(), ex=self.retention, nx=True)
+
+    async def index(self, meta: RunMeta) -> None:
+        """List the run in the indexes (all runs, its tenant's), each trimmed to the retention."""
+        oldest = meta.created_at - self.retention
+        async with self.redis.pipeline(transaction=False) as pipe:
+            for index in (INDEX_ALL, index_key(meta.tenant_id)):
+                pipe.zadd(index, {meta.run_id: meta.created_at})
+                pipe.zremrangebyscore(index, "-inf", f"({oldest}")
             await pipe.execute()
 
-    def admit_in(self, pipe: Pipeline, meta: RunMeta, watch_at: float) -> None:
-        """Queue on ``pipe`` the writes that record an admitted run: its record, its
-        watchdog deadline and its place in the indexes (each trimmed to the retention).
-        In the same MULTI as the run's publication, a refused write (Redis full) leaves
-        neither: never a run recorded but not started."""
-        oldest = meta.created_at - self.retention
-        pipe.set(streams.meta_key(meta.run_id), meta.model_dump_json(), ex=self.retention)
-        pipe.zadd(streams.WATCHDOG, {meta.run_id: watch_at})
-        for index in (INDEX_ALL, index_key(meta.tenant_id)):
-            pipe.zadd(index, {meta.run_id: meta.created_at})
-            pipe.zremrangebyscore(index, "-inf", f"({oldest}")
+    async def withdraw(self, meta: RunMeta) -> None:
+        """Undo :meth:`admit` for a run that will not be published (its start failed):
+        the watchdog's entry last, so that whatever a failure here leaves is still ended."""
+        async with self.redis.pipeline(transaction=False) as pipe:
+            for index in (INDEX_ALL, index_key(meta.tenant_id)):
+                pipe.zrem(index, meta.run_id)
+            pipe.delete(streams.meta_key(meta.run_id))
+            await pipe.execute()
+        await self.redis.zrem(streams.WATCHDOG, meta.run_id)
 
     async def mark_cancelled(self, meta: RunMeta, at: float) -> RunMeta:
         """The record with its cancellation; the verifier ends the run ``cancelled``

@@ -11,11 +11,13 @@ holding the run id, a digest of the request body and whether the run was started
 
 * **reserved** (``SET NX``) before the cap is taken, for :data:`RESERVE_SECONDS`; a
   request with the same key meanwhile gets 409 with ``Retry-After``;
-* **started** in the same MULTI that publishes the run, then kept for a day (at most
-  the run retention): a request with the same key and body follows the run. That MULTI
-  runs only while the reservation is still this request's (``WATCH``, :meth:`hold_in`):
-  a gateway that stalled past the reservation, whose key another request has since
-  reserved, starts nothing (409), so one key never starts two runs;
+* **started** once the run is recorded and just before it is published, then kept for a
+  day (at most the run retention): a request with the same key and body follows the
+  run. The mark is set only while the reservation is still this request's (``WATCH``,
+  :meth:`mark_started`): a gateway that stalled past the reservation, whose key another
+  request has since reserved, starts nothing (409), so one key never starts two runs. A
+  gateway that dies between the mark and the publication leaves a recorded run that the
+  watchdog ends at its deadline, and the request sent again follows it there;
 * **released** when starting failed (403, 429, 503 ...), so the retry is decided afresh.
   A reservation whose gateway died expires by itself.
 
@@ -30,7 +32,6 @@ import hashlib
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 from redis.asyncio import Redis
-from redis.asyncio.client import Pipeline
 from redis.exceptions import WatchError
 
 from pmsearch.services.gateway.errors import BadHeader, IdempotencyKeyInUse, IdempotencyKeyReused
@@ -90,26 +91,30 @@ class IdempotencyKeys:
             return earlier
         raise IdempotencyKeyInUse("a request with this Idempotency-Key is being started", retry_after=RETRY_AFTER_SECONDS)
 
-    async def hold_in(self, pipe: Pipeline, key_id: str, idempotency_key: str, claim: Claim) -> None:
-        """``WATCH`` the record on ``pipe``, before its MULTI, and check that it still
-        holds ``claim``'s reservation; 409 when it does not (it expired, and may be
-        another request's now). The MULTI then fails if the record changes before it runs."""
+    async def mark_started(self, key_id: str, idempotency_key: str, claim: Claim) -> None:
+        """Mark the reserved claim's run started, kept for the record's time, while the
+        reservation is still this request's (``WATCH``, then a MULTI on the one key); 409
+        when it is not (it expired, and may be another request's now): a gateway that
+        stalled past its reservation publishes nothing, so one key never starts two runs."""
         key = record_key(key_id, idempotency_key)
-        await pipe.watch(key)
-        held = _claim(await pipe.get(key))
-        if held is None or held.run_id != claim.run_id or held.started:
-            await pipe.unwatch()
-            raise IdempotencyKeyInUse(
-                "this request's Idempotency-Key reservation ran out before its run started; send it again",
-                retry_after=RETRY_AFTER_SECONDS,
-            )
-
-    def started_in(self, pipe: Pipeline, key_id: str, idempotency_key: str, claim: Claim) -> None:
-        """Queue on ``pipe`` the mark that the reserved claim's run started, kept for the
-        record's time. Sent in one MULTI with the run's publication, so no run is ever
-        published with its key still only reserved."""
-        done = claim.model_copy(update={"started": True})
-        pipe.set(record_key(key_id, idempotency_key), done.model_dump_json(), ex=self.remember)
+        async with self.redis.pipeline(transaction=True) as pipe:
+            try:
+                await pipe.watch(key)
+                held = _claim(await pipe.get(key))
+                if held is None or held.run_id != claim.run_id or held.started:
+                    await pipe.unwatch()
+                    raise IdempotencyKeyInUse(
+                        "this request's Idempotency-Key reservation ran out before its run started; send it again",
+                        retry_after=RETRY_AFTER_SECONDS,
+                    )
+                pipe.multi()
+                pipe.set(key, claim.model_copy(update={"started": True}).model_dump_json(), ex=self.remember)
+                await pipe.execute()
+            except WatchError as exc:
+                raise IdempotencyKeyInUse(
+                    "this request's Idempotency-Key was taken by another request before its run started; send it again",
+                    retry_after=RETRY_AFTER_SECONDS,
+                ) from exc
 
     async def release(self, key_id: str, idempotency_key: str, claim: Claim) -> None:
         """Drop the reservation if it is still ``claim``'s (a later request's is left alone)."""

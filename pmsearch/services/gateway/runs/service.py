@@ -30,9 +30,8 @@ import uuid
 from functools import partial
 from typing import Any, AsyncIterator, Awaitable, Callable
 
-from redis.asyncio.client import Pipeline
 from redis.exceptions import ConnectionError as RedisConnectionError
-from redis.exceptions import OutOfMemoryError, WatchError
+from redis.exceptions import OutOfMemoryError, ResponseError
 from redis.exceptions import TimeoutError as RedisTimeout
 
 from pmsearch.services.gateway import metrics
@@ -53,7 +52,7 @@ from pmsearch.services.gateway.search.schemas import SearchRequest
 from pmsearch.services.gateway.searcher import Searcher
 from pmsearch.services.gateway.watchdog import request_ending
 from pmsearch.shared import streams
-from pmsearch.shared.bus import publish_in, raise_if_cancelled
+from pmsearch.shared.bus import publish, raise_if_cancelled
 from pmsearch.shared.messages import ProgressEvent, RunMeta, RunRequested, RunResult
 from pmsearch.shared.runstore import RunStore
 
@@ -121,10 +120,7 @@ class RunService:
         try:
             meta = await self._admit(
                 record, req, mailboxes, run_id,
-                with_publish=partial(self.requests.started_in, key_id=record.key_id,
-                                     idempotency_key=idempotency_key, claim=claim),
-                guard=partial(self.requests.hold_in, key_id=record.key_id,
-                              idempotency_key=idempotency_key, claim=claim),
+                before_publish=partial(self.requests.mark_started, record.key_id, idempotency_key, claim),
             )
         except Exception:
             await self.requests.release(record.key_id, idempotency_key, claim)
@@ -143,13 +139,10 @@ class RunService:
 
     async def _admit(
         self, record: ApiKeyRecord, req: SearchRequest, mailboxes: list[str], run_id: str,
-        with_publish: Callable[[Pipeline], None] | None = None,
-        guard: Callable[[Pipeline], Awaitable[None]] | None = None,
+        before_publish: Callable[[], Awaitable[None]] | None = None,
     ) -> RunMeta:
-        """Take the cap, record the run and publish it; ``with_publish`` queues writes
-        that must happen if and only if the run is published (one MULTI); ``guard``
-        WATCHes what must not change before that MULTI runs (and refuses at once when
-        it already has)."""
+        """Take the cap, record the run and publish it; ``before_publish`` (the
+        idempotency key's started mark) runs between the two and may refuse the run."""
         budgets = await self.repo.tenant_settings(record.tenant_id)
         used = await self.repo.take_cap(record.tenant_id, budgets.daily_cap)
         if used is None:
@@ -177,27 +170,34 @@ class RunService:
             answer_style=budgets.answer_style,
         )
         try:
-            # One MULTI: the run is recorded if and only if it is published.
-            async with self.redis.pipeline(transaction=True) as pipe:
-                if guard is not None:
-                    await guard(pipe)
-                pipe.multi()
-                self.store.admit_in(pipe, meta, watch_at=deadline + self.settings.deadline_grace_seconds)
-                publish_in(pipe, streams.RUNS, requested)
-                if with_publish is not None:
-                    with_publish(pipe)
-                await pipe.execute()
+            # Shielded: a client that leaves mid-way does not stop the admission between
+            # two of its steps (each on its own hash slot, so no MULTI holds them).
+            await asyncio.shield(self._record_and_publish(meta, requested, before_publish))
         except (OutOfMemoryError, IdempotencyKeyInUse):
             await self.repo.give_back_cap(record.tenant_id)
             raise
-        except WatchError as exc:
-            await self.repo.give_back_cap(record.tenant_id)
-            raise IdempotencyKeyInUse(
-                "this request's Idempotency-Key was taken by another request before its run started; send it again",
-                retry_after=1,
-            ) from exc
         metrics.RUNS_STARTED.inc()
         return meta
+
+    async def _record_and_publish(
+        self, meta: RunMeta, requested: RunRequested, before_publish: Callable[[], Awaitable[None]] | None
+    ) -> None:
+        """Record the run (:meth:`RunStore.admit`), then publish it, last: a gateway dying
+        before the publication leaves a run the watchdog ends at its deadline, never one
+        started twice or never ended. A step refused (Redis full, the idempotency key
+        taken) withdraws the record, so a refused request leaves nothing behind; a lost
+        connection does not (the publication may have happened): the watchdog settles it."""
+        try:
+            await self.store.admit(meta, watch_at=meta.deadline + self.settings.deadline_grace_seconds)
+            if before_publish is not None:
+                await before_publish()
+            await publish(self.redis, streams.RUNS, requested)
+        except (ResponseError, IdempotencyKeyInUse):
+            try:
+                await self.store.withdraw(meta)
+            except Exception:  # the watchdog ends what is left at the deadline
+                log.warning("run %s: could not withdraw the record of a run not started", meta.run_id)
+            raise
 
     async def meta(self, record: ApiKeyRecord, run_id: str) -> RunMeta:
         """The run's record, for a caller who may read it (:func:`may_read`)."""

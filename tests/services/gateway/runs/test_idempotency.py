@@ -5,9 +5,10 @@ from __future__ import annotations
 import uuid
 
 import pytest
-from redis.exceptions import WatchError
+from redis import Redis as SyncRedis
 
 from pmsearch.services.gateway.errors import BadHeader, IdempotencyKeyInUse, IdempotencyKeyReused
+from pmsearch.services.gateway.runs import idempotency
 from pmsearch.services.gateway.runs.idempotency import (
     RESERVE_SECONDS,
     Claim,
@@ -40,9 +41,7 @@ async def test_the_first_request_holds_the_key_and_a_second_sees_its_claim(redis
 async def test_a_started_run_is_remembered_for_the_day_and_followed(redis, k1) -> None:
     keys, first = IdempotencyKeys(redis, remember_seconds=3600), claim()
     await keys.reserve(k1, "order-7", first)
-    async with redis.pipeline(transaction=True) as pipe:
-        keys.started_in(pipe, k1, "order-7", first)
-        await pipe.execute()
+    await keys.mark_started(k1, "order-7", first)
     earlier = await keys.reserve(k1, "order-7", claim())
     assert earlier is not None and earlier.started
     assert follow(earlier, "digest") == first.run_id
@@ -112,21 +111,26 @@ async def test_a_run_starts_only_while_its_reservation_is_still_its_own(redis, k
     await keys.reserve(k1, "order-7", stalled)
     await redis.delete(record_key(k1, "order-7"))  # the reservation ran out while a gateway stalled ...
     assert await keys.reserve(k1, "order-7", later) is None  # ... and a retry reserved the key
-    async with redis.pipeline(transaction=True) as pipe:
-        with pytest.raises(IdempotencyKeyInUse):
-            await keys.hold_in(pipe, k1, "order-7", stalled)
+    with pytest.raises(IdempotencyKeyInUse):
+        await keys.mark_started(k1, "order-7", stalled)
     assert await keys.reserve(k1, "order-7", claim()) == later
 
 
-async def test_a_reservation_taken_over_between_the_check_and_the_multi_starts_nothing(redis, k1) -> None:
-    keys, first = IdempotencyKeys(redis), claim()
+async def test_a_reservation_taken_over_between_the_check_and_the_multi_marks_nothing(
+    redis, redis_url, k1, monkeypatch
+) -> None:
+    keys, first, other = IdempotencyKeys(redis), claim(), claim()
     await keys.reserve(k1, "order-7", first)
-    async with redis.pipeline(transaction=True) as pipe:
-        await keys.hold_in(pipe, k1, "order-7", first)
-        await redis.set(record_key(k1, "order-7"), claim().model_dump_json())  # another request, meanwhile
-        pipe.multi()
-        keys.started_in(pipe, k1, "order-7", first)
-        pipe.xadd(f"test:runs:{k1}", {"run": first.run_id})
-        with pytest.raises(WatchError):
-            await pipe.execute()
-    assert await redis.exists(f"test:runs:{k1}") == 0
+    read = idempotency._claim
+    meanwhile = SyncRedis.from_url(redis_url)
+
+    def read_then_lose_the_key(raw):
+        held = read(raw)  # the check passes; another request writes the key before the MULTI
+        meanwhile.set(record_key(k1, "order-7"), other.model_dump_json())
+        return held
+
+    monkeypatch.setattr(idempotency, "_claim", read_then_lose_the_key)
+    with pytest.raises(IdempotencyKeyInUse):
+        await keys.mark_started(k1, "order-7", first)
+    monkeypatch.setattr(idempotency, "_claim", read)
+    assert await keys.reserve(k1, "order-7", claim()) == other  # the other request's, not started

@@ -152,9 +152,9 @@ async def test_an_announcement_cut_off_before_its_wake_up_is_found_by_a_quiet_re
 
 
 
-async def test_a_run_is_published_only_together_with_its_idempotency_mark(redis) -> None:
-    """The key's started mark is queued in the MULTI that publishes the run: when Redis
-    refuses the mark, the run is not published either (and the key is left free)."""
+async def test_a_run_is_published_only_once_its_idempotency_mark_is_set(redis) -> None:
+    """The key's started mark comes before the publication: when Redis refuses the mark,
+    the run is neither published nor left recorded (and the key is left free)."""
     from datetime import UTC, datetime
 
     from redis.exceptions import ResponseError
@@ -165,11 +165,19 @@ async def test_a_run_is_published_only_together_with_its_idempotency_mark(redis)
     from pmsearch.shared.streams import RUNS
 
     runs = service(redis)
-    runs.requests.started_in = lambda pipe, **_: pipe.execute_command("PM-NO-SUCH-COMMAND")
+
+    async def refused(*args) -> None:
+        await redis.execute_command("PM-NO-SUCH-COMMAND")
+
+    runs.requests.mark_started = refused
     record = ApiKeyRecord(key_id=uuid.uuid4().hex, tenant_id="acme", principal="alice", permissions=["search:agentic"],
                           mailboxes=["alice"], created_at=datetime.now(UTC))
     before = await redis.xrevrange(RUNS, count=1)
+    listed = await redis.zrange("pm:index:runs:acme", 0, -1)
+    watched = await redis.zrange("pm:watch:deadlines", 0, -1)
     with pytest.raises(ResponseError):
         await runs.start(record, SearchRequest(query="when?", mode="agentic"), "retry-me")
     assert await redis.xrevrange(RUNS, count=1) == before  # nothing published
+    assert await redis.zrange("pm:index:runs:acme", 0, -1) == listed  # nor left recorded
+    assert await redis.zrange("pm:watch:deadlines", 0, -1) == watched
     assert await service(redis).requests.reserve(record.key_id, "retry-me", Claim(run_id="r" * 32, request="d")) is None
