@@ -113,7 +113,7 @@ class SentenceFacts:
         the claim, not on the question's words it restates), of its subject and of its
         sender: where the question's matter must be named."""
         claim = frozenset(word_stem for _, word_stem in self.claim)
-        return [source.aligned(self.figures, claim).stems | source.heading_stems for source in self.cited_sources]
+        return [source.aligned(self.figures, claim).word_stems | source.heading_stems for source in self.cited_sources]
 
     @cached_property
     def quotes(self) -> QuoteCheck:

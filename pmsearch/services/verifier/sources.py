@@ -56,7 +56,7 @@ class Aligned:
         return Excerpt(text=self.part.original[start:end], part=self.part.name, start=start, end=end, matched_quote=False)
 
     @property
-    def stems(self) -> frozenset[str]:
+    def word_stems(self) -> frozenset[str]:
         """The stems of the aligned units' words; none when nothing was aligned."""
         if self.window is None or not self.window.score:
             return frozenset()
