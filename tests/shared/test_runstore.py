@@ -9,7 +9,7 @@ import uuid
 from datetime import UTC, datetime
 
 import pytest
-import redis as sync_redis
+import redis as blocking_redis
 import redis.asyncio as aioredis
 
 from pmsearch.cli.acl import rules
@@ -133,16 +133,12 @@ async def test_evidence_is_stored_once_and_announced_once(redis) -> None:
     assert [(e.event, e.payload["message"]["message_id"]) for e in events] == [("evidence", "m1"), ("evidence", "m2")]
 
 
-async def test_both_readers_skip_an_unreadable_evidence_entry_and_keep_the_order_asked(redis, redis_url) -> None:
+async def test_both_readers_skip_an_unreadable_evidence_entry_and_keep_the_order_asked(redis, sync_redis) -> None:
     store, run = RunStore(redis), run_id()
     await store.add_evidence(run, 1, {"m1": message("m1"), "m2": message("m2")}, time.time() + 30)
     await redis.hset(streams.evidence_key(run), "mbroken", b"{not json")
     assert [m.message_id for m in await store.evidence_list(run, ["m2"])] == ["m2", "m1"]
-    sync = sync_redis.Redis.from_url(redis_url)
-    try:
-        assert [m.message_id for m in RunReader(sync).evidence_list(run, ["m2"])] == ["m2", "m1"]
-    finally:
-        sync.close()
+    assert [m.message_id for m in RunReader(sync_redis).evidence_list(run, ["m2"])] == ["m2", "m1"]
 
 
 async def test_a_broken_progress_entry_reads_as_none_but_advances_the_reader(redis) -> None:
@@ -256,7 +252,7 @@ async def test_the_finishing_steps_announce_the_stored_result_once(redis) -> Non
 
 @pytest.fixture(scope="module")
 def stage_urls(redis_url: str) -> dict[str, str]:
-    admin = sync_redis.Redis.from_url(redis_url)
+    admin = blocking_redis.Redis.from_url(redis_url)
     urls = {}
     for user in ("gateway", "planner", "searcher", "answerer", "verifier"):
         password = f"{user}-store-test"
@@ -312,9 +308,9 @@ async def test_a_stage_cannot_write_what_its_user_may_not(stage_urls) -> None:
     answerer = aioredis.from_url(stage_urls["answerer"])
     run = run_id()
     try:
-        with pytest.raises(sync_redis.exceptions.NoPermissionError):
+        with pytest.raises(blocking_redis.exceptions.NoPermissionError):
             await RunStore(answerer).add_progress(run, ProgressEvent(event="step", payload={}), None)
-        with pytest.raises(sync_redis.exceptions.NoPermissionError):
+        with pytest.raises(blocking_redis.exceptions.NoPermissionError):
             await RunStore(answerer).store_result(result(run))
     finally:
         await answerer.aclose()

@@ -5,7 +5,6 @@ from __future__ import annotations
 import uuid
 
 import pytest
-from redis import Redis as SyncRedis
 
 from pmsearch.services.gateway.errors import BadHeader, IdempotencyKeyInUse, IdempotencyKeyReused
 from pmsearch.services.gateway.runs import idempotency
@@ -117,16 +116,15 @@ async def test_a_run_starts_only_while_its_reservation_is_still_its_own(redis, k
 
 
 async def test_a_reservation_taken_over_between_the_check_and_the_multi_marks_nothing(
-    redis, redis_url, k1, monkeypatch
+    redis, sync_redis, k1, monkeypatch
 ) -> None:
     keys, first, other = IdempotencyKeys(redis), claim(), claim()
     await keys.reserve(k1, "order-7", first)
     read = idempotency._claim
-    meanwhile = SyncRedis.from_url(redis_url)
 
     def read_then_lose_the_key(raw):
         held = read(raw)  # the check passes; another request writes the key before the MULTI
-        meanwhile.set(record_key(k1, "order-7"), other.model_dump_json())
+        sync_redis.set(record_key(k1, "order-7"), other.model_dump_json())
         return held
 
     monkeypatch.setattr(idempotency, "_claim", read_then_lose_the_key)

@@ -74,7 +74,10 @@ async def test_a_wait_ends_when_cancelled_even_if_redis_py_swallows_the_cancella
 
 
 async def blocked_reads(redis) -> int:
-    return sum(1 for c in await redis.client_list() if c["cmd"] == "xread" and "b" in c["flags"])
+    """Clients blocked in XREAD, on the one server or on every node of a cluster."""
+    lists = [await redis.client_list(target_nodes=n) for n in redis.get_nodes()] if hasattr(redis, "get_nodes") \
+        else [await redis.client_list()]
+    return sum(1 for clients in lists for c in clients if c["cmd"] == "xread" and "b" in c["flags"])
 
 
 async def _more(count, than: int) -> bool:
@@ -167,7 +170,7 @@ async def test_a_run_is_published_only_once_its_idempotency_mark_is_set(redis) -
     runs = service(redis)
 
     async def refused(*args) -> None:
-        await redis.execute_command("PM-NO-SUCH-COMMAND")
+        raise ResponseError("ERR refused")
 
     runs.requests.mark_started = refused
     record = ApiKeyRecord(key_id=uuid.uuid4().hex, tenant_id="acme", principal="alice", permissions=["search:agentic"],
