@@ -85,7 +85,7 @@ class IdempotencyKeys:
             raw = await self.redis.get(key)
             if raw is None:
                 continue
-            earlier = _claim(raw)
+            earlier = parse_claim(raw)
             if earlier is None:  # unreadable: not ours to honour
                 await self.redis.set(key, claim.model_dump_json(), ex=RESERVE_SECONDS)
             return earlier
@@ -100,7 +100,7 @@ class IdempotencyKeys:
         async with self.redis.pipeline(transaction=True) as pipe:
             try:
                 await pipe.watch(key)
-                held = _claim(await pipe.get(key))
+                held = parse_claim(await pipe.get(key))
                 if held is None or held.run_id != claim.run_id or held.started:
                     await pipe.unwatch()
                     raise IdempotencyKeyInUse(
@@ -122,7 +122,7 @@ class IdempotencyKeys:
         async with self.redis.pipeline(transaction=True) as pipe:
             try:
                 await pipe.watch(key)
-                held = _claim(await pipe.get(key))
+                held = parse_claim(await pipe.get(key))
                 if held is None or held.run_id != claim.run_id:
                     await pipe.unwatch()
                     return
@@ -145,7 +145,7 @@ def follow(earlier: Claim, digest: str) -> str:
     return earlier.run_id
 
 
-def _claim(raw: bytes | str | None) -> Claim | None:
+def parse_claim(raw: bytes | str | None) -> Claim | None:
     """The stored claim; None when there is none or it does not parse."""
     try:
         return None if raw is None else Claim.model_validate_json(raw)
@@ -154,5 +154,5 @@ def _claim(raw: bytes | str | None) -> Claim | None:
 
 
 __all__ = [
-    "Claim", "IdempotencyKeys", "follow", "parse_idempotency_key", "record_key", "request_digest",
+    "Claim", "IdempotencyKeys", "follow", "parse_claim", "parse_idempotency_key", "record_key", "request_digest",
 ]

@@ -120,15 +120,15 @@ async def test_a_reservation_taken_over_between_the_check_and_the_multi_marks_no
 ) -> None:
     keys, first, other = IdempotencyKeys(redis), claim(), claim()
     await keys.reserve(k1, "order-7", first)
-    read = idempotency._claim
+    read = idempotency.parse_claim
 
     def read_then_lose_the_key(raw):
         held = read(raw)  # the check passes; another request writes the key before the MULTI
         sync_redis.set(record_key(k1, "order-7"), other.model_dump_json())
         return held
 
-    monkeypatch.setattr(idempotency, "_claim", read_then_lose_the_key)
+    monkeypatch.setattr(idempotency, "parse_claim", read_then_lose_the_key)
     with pytest.raises(IdempotencyKeyInUse):
         await keys.mark_started(k1, "order-7", first)
-    monkeypatch.setattr(idempotency, "_claim", read)
+    monkeypatch.setattr(idempotency, "parse_claim", read)
     assert await keys.reserve(k1, "order-7", claim()) == other  # the other request's, not started
