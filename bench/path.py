@@ -107,8 +107,8 @@ async def _ask(url: str, key: str, questions: list[str], runs: int) -> tuple[lis
 def _entries(redis: Any) -> dict[str, list[tuple[int, str]]]:
     """Each run's (server ms, stream) entries on the stage streams."""
     by_run: dict[str, list[tuple[int, str]]] = {}
-    for stream in STAGE_STREAMS:
-        for entry_id, fields in redis.xrange(stream):
+    for stream, key in ((name, key) for name in STAGE_STREAMS for key in streams.partitions(name)):
+        for entry_id, fields in redis.xrange(key):
             message = json.loads(json.loads(fields[DATA_FIELD.encode()])["data"])
             by_run.setdefault(message.get("run_id", ""), []).append((int(entry_id.split(b"-")[0]), stream))
     return by_run

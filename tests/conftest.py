@@ -15,3 +15,18 @@ def pytest_addoption(parser) -> None:
         "--redis-cluster", action="store_true",
         help="give tests using the redis fixture a three-primary Redis Cluster instead of one server",
     )
+    parser.addoption(
+        "--stream-partitions", type=int, default=1,
+        help="split every stage stream into this many partitions (PM_STREAM_PARTITIONS)",
+    )
+
+
+def pytest_configure(config) -> None:
+    count = config.getoption("--stream-partitions")
+    if count != 1:
+        # Through the environment too: each settings object a test builds (and each
+        # process it starts) connects with the same count.
+        os.environ["PM_STREAM_PARTITIONS"] = str(count)
+        from pmsearch.shared.streams import set_partitions  # noqa: PLC0415 - after the option is read
+
+        set_partitions(count)

@@ -21,8 +21,11 @@ from pydantic import BaseModel
 from redis.asyncio.client import Pipeline
 from redis.asyncio.sentinel import Sentinel as AsyncSentinel
 from redis.asyncio.sentinel import SentinelConnectionPool
+from redis.cluster import RedisCluster as SyncCluster
 from redis.sentinel import Sentinel
 
+from pmsearch.shared import streams
+from pmsearch.shared.redis_cluster import WaitingCluster
 from pmsearch.shared.settings import ServiceSettings
 from pmsearch.shared.streams import dead_letter
 
@@ -110,7 +113,10 @@ def connect(
     than failing at once with ``MaxConnectionsError``. With ``PM_REDIS_SENTINELS`` each
     new connection goes to the primary the sentinels name at that moment; while they
     name none (a failover under way) it fails with ``ConnectionError`` like a Redis
-    that is down, which every caller already waits out."""
+    that is down, which every caller already waits out. With ``PM_REDIS_CLUSTER`` it is
+    a cluster client that waits the same way
+    (:class:`pmsearch.shared.redis_cluster.WaitingCluster`)."""
+    streams.set_partitions(settings.stream_partitions)
     kwargs = redis_kwargs(settings, longest_block_seconds=longest_block_seconds)
     size = max_connections or settings.redis_max_connections
     if settings.redis_sentinels:
@@ -118,6 +124,12 @@ def connect(
         return sentinel.master_for(
             settings.redis_sentinel_master, connection_pool_class=_BlockingSentinelPool,
             max_connections=size, timeout=pool_timeout, decode_responses=False, db=_database(settings), **kwargs,
+        )
+    if settings.redis_cluster:
+        url = urlparse(settings.redis_url)
+        return WaitingCluster(  # type: ignore[return-value] - the same commands, routed by slot
+            host=url.hostname or "127.0.0.1", port=url.port or 6379, max_connections=size,
+            pool_timeout=pool_timeout, decode_responses=False, **kwargs,
         )
     pool = aioredis.BlockingConnectionPool.from_url(
         settings.redis_url, max_connections=size, timeout=pool_timeout, decode_responses=False, **kwargs
@@ -128,7 +140,13 @@ def connect(
 def connect_sync(settings: ServiceSettings) -> redis.Redis:
     """A blocking client for a command-line tool (the verifier's audit), to the same
     Redis as :func:`connect`: through the sentinels when they are set."""
+    streams.set_partitions(settings.stream_partitions)
     kwargs = redis_kwargs(settings)
+    if settings.redis_cluster:
+        url = urlparse(settings.redis_url)
+        return SyncCluster(  # type: ignore[return-value] - the same commands, routed by slot
+            host=url.hostname or "127.0.0.1", port=url.port or 6379, decode_responses=False, **kwargs
+        )
     if settings.redis_sentinels:
         sentinel = Sentinel(settings.sentinel_addresses(), sentinel_kwargs=_sentinel_login(settings))
         return sentinel.master_for(
@@ -164,18 +182,32 @@ def decode(fields: dict[bytes | str, bytes | str], model: type[M]) -> M:
     return model.model_validate_json(envelope["data"])
 
 
+def routing_key(message: BaseModel) -> str:
+    """What chooses a message's partition (:func:`pmsearch.shared.streams.partition`): its
+    run, so a run's messages stay in one key and in order; else its mail folder, so one
+    folder's imports and withdrawals stay in order; else its request."""
+    run_id = getattr(message, "run_id", None)
+    if run_id:
+        return str(run_id)
+    mailbox = getattr(message, "mailbox", None)
+    if mailbox is not None:
+        return f"{getattr(message, 'tenant_id', '')}/{mailbox}/{getattr(message, 'folder', '')}"
+    return str(getattr(message, "request_id", ""))
+
+
 async def publish(redis: aioredis.Redis, stream: str, message: BaseModel) -> bytes:
-    """Append ``message``. The stream is trimmed by its consumers, of what every group
-    has consumed (:meth:`pmsearch.shared.consumer_group.ConsumerGroup.trim_consumed`), never of
+    """Append ``message`` to ``stream`` (to its partition, when it has several). The
+    stream is trimmed by its consumers, of what every group has consumed
+    (:meth:`pmsearch.shared.consumer_group.ConsumerGroup.trim_consumed`), never of
     entries nobody has read: a long backlog waits, bounded by Redis's memory (a full
     Redis refuses writes, answered 503 ``store_full``), and a consumer group's lag (what
     an autoscaler reads, ``XINFO GROUPS``) stays exact."""
-    return await redis.xadd(stream, encode(message))
+    return await redis.xadd(streams.partition(stream, routing_key(message)), encode(message))
 
 
 def publish_in(pipe: Pipeline, stream: str, message: BaseModel) -> None:
     """Queue ``message`` on ``pipe``, as :func:`publish` appends it."""
-    pipe.xadd(stream, encode(message))
+    pipe.xadd(streams.partition(stream, routing_key(message)), encode(message))
 
 
 async def dead_letter_entry(

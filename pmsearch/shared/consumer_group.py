@@ -3,7 +3,7 @@
 Redis user on its own input streams (``deploy/redis/users.acl.in``): ``XGROUP CREATE``,
 ``XREADGROUP``, ``XAUTOCLAIM``, ``XPENDING``, ``XCLAIM``, ``XACK``, ``XINFO GROUPS``,
 ``XTRIM``, and ``XADD``/``XLEN``
-on ``<stream>:dead``.
+on ``<stream>:dead`` (one for all of a stream's partitions).
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from redis.asyncio import Redis
 from redis.exceptions import ResponseError
 
 from pmsearch.shared.bus import DATA_FIELD, dead_letter_entry
+from pmsearch.shared.streams import logical
 
 Fields = dict[Any, Any]
 
@@ -127,7 +128,8 @@ class ConsumerGroup:
         payload = raw if raw is not None else {text(k): text(v) for k, v in fields.items()}
         if not keep_payload:
             payload = f"(not kept: entry {entry_id} of {self.stream})"
-        await dead_letter_entry(self.redis, self.stream, payload, error, deliveries)
+        # One dead-letter stream for all of a stream's partitions: operators read one.
+        await dead_letter_entry(self.redis, logical(self.stream), payload, error, deliveries)
         await self.ack(entry_id)
 
     async def trim_consumed(self, older_than_ms: int) -> int:

@@ -22,6 +22,7 @@ from pmsearch.shared.consumer_group import ConsumerGroup, Fields, envelope_data
 from pmsearch.shared.errors import ContractError
 from pmsearch.shared.logging_setup import bind, task_fields
 from pmsearch.shared.runstore import RunStore
+from pmsearch.shared.streams import logical
 
 log = logging.getLogger("pmsearch.worker")
 
@@ -41,28 +42,53 @@ Handler = Callable[[M, Delivery], Awaitable[None]]
 
 
 @dataclass
+class Slots:
+    """The handler slots of one input stream, shared by its partitions' readers: an
+    entry read holds one from before its read (a reservation) until its handler ends."""
+
+    limit: int
+    held: int = 0
+    waiting: int = 0  # readers waiting for a slot to come free
+    freed: asyncio.Event = field(default_factory=asyncio.Event)
+
+    @property
+    def free(self) -> int:
+        return self.limit - self.held
+
+    def take(self, count: int) -> None:
+        self.held += count
+
+    def give(self, count: int) -> None:
+        if count:
+            self.held -= count
+            self.freed.set()
+
+
+@dataclass
 class Subscription(Generic[M]):
-    """One input stream of a worker: its group, how its entries are parsed and handled,
-    and the entries in flight."""
+    """One input stream (or one partition of it) of a worker: its group, how its
+    entries are parsed and handled, the handler slots it shares with the stream's other
+    partitions, and its entries in flight."""
 
     group: ConsumerGroup
     parse: Callable[[str], M]
     handle: Handler[M]
-    concurrency: int
+    slots: Slots
     skip_late: bool
     skip_finished: bool
     forget: bool = False
     on_dead_letter: Callable[[Any], Awaitable[None]] | None = None
     inflight: dict[str, asyncio.Task[None]] = field(default_factory=dict)
-    slot_freed: asyncio.Event = field(default_factory=asyncio.Event)
 
     @property
     def stream(self) -> str:
-        return self.group.stream
+        """The stream's name (a partition's too): what metrics, logs and handlers see."""
+        return logical(self.group.stream)
 
     @property
-    def free(self) -> int:
-        return self.concurrency - len(self.inflight)
+    def key(self) -> str:
+        """The Redis key read: the stream, or one of its partitions."""
+        return self.group.stream
 
 
 async def deliver(

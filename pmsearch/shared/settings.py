@@ -70,6 +70,10 @@ class ServiceSettings(BaseSettings):
     redis_sentinel_master: str = "pmsearch"
     redis_sentinel_username: str | None = None
     redis_sentinel_password: SecretStr | None = None
+    # Redis Cluster (docs/scale.md): redis_url names any one primary; the client learns
+    # the others and each slot's owner from it. Pair it with stream_partitions, or each
+    # stage's queue stays on one primary.
+    redis_cluster: bool = False
     # Replicas a run's result must reach (Redis WAIT) before the run is announced done and
     # a client may read it; until then the verifier retries. Unset: 1 with Sentinel (a
     # failover must not lose a result a client has read), 0 without (a lone server has
@@ -86,6 +90,10 @@ class ServiceSettings(BaseSettings):
     log_level: str = "INFO"
     # One JSON object a line for collectors (pmsearch/shared/logging_setup.py); "text" for reading by eye.
     log_format: Literal["json", "text"] = "json"
+    # Keys each stage's input stream is split into (docs/scale.md, "Partitioned streams"):
+    # more than 1 spreads a stage's queue over a Redis Cluster's primaries. The same in
+    # every process of a deployment; changed only with the stages stopped and drained.
+    stream_partitions: int = Field(default=1, ge=1, le=64)
     # Messages one worker handles at once per stream; model-calling stages mostly wait.
     worker_concurrency: int = 32
     # The worker runtime (pmsearch/shared/worker.py). An entry idle this long is taken over by
@@ -100,6 +108,15 @@ class ServiceSettings(BaseSettings):
     # How long a finished run (its record, result with trace, evidence summaries) stays
     # readable; working data (evidence bodies, progress) expires minutes after the deadline.
     run_retention_days: float = Field(default=30.0, gt=0)
+
+    @model_validator(mode="after")
+    def _one_redis_topology(self) -> ServiceSettings:
+        if self.redis_cluster and self.redis_sentinels:
+            raise ValueError("PM_REDIS_CLUSTER and PM_REDIS_SENTINELS exclude each other: a cluster fails over by itself")
+        if self.redis_cluster and self.redis_result_replicas:
+            # A keyless WAIT in a cluster pipeline goes to any node, not the result's own.
+            raise ValueError("PM_REDIS_RESULT_REPLICAS is not supported with PM_REDIS_CLUSTER yet; leave it unset or 0")
+        return self
 
     @model_validator(mode="after")
     def _heartbeat_within_reclaim(self) -> ServiceSettings:

@@ -10,7 +10,7 @@ from prometheus_client import Counter, Gauge, Histogram
 
 from pmsearch.shared.logging_setup import configure, secret_values
 from pmsearch.shared.settings import ServiceSettings
-from pmsearch.shared.streams import dead_letter
+from pmsearch.shared.streams import dead_letter, logical
 
 
 def setup_logging(settings: ServiceSettings, service: str) -> None:
@@ -91,27 +91,39 @@ def _text(value: bytes | str) -> str:
     return value.decode() if isinstance(value, bytes) else value
 
 
-async def report_stream(redis, name: str, group: str) -> None:
-    """Set the gauges of one stream, read through ``group``."""
-    for g in await redis.xinfo_groups(name):
-        if _text(g["name"]) == group:
-            STREAM_LAG.labels(name).set(g.get("lag") or 0)
-            STREAM_PENDING.labels(name).set(g.get("pending") or 0)
-    summary = await redis.xpending(name, group)
-    oldest = summary.get("min") if summary.get("pending") else None
-    age = time.time() - int(_text(oldest).split("-")[0]) / 1000 if oldest else 0.0
-    STREAM_PENDING_AGE.labels(name).set(max(age, 0.0))
-    rows = await redis.xpending_range(name, group, min="-", max="+", count=IDLE_SAMPLE) if oldest else []
-    STREAM_PENDING_IDLE.labels(name).set(max((r["time_since_delivered"] for r in rows), default=0) / 1000)
+async def report_stream(redis, name: str, keys: list[str], group: str) -> None:
+    """Set the gauges of one stream, read through ``group`` in each of its ``keys`` (the
+    stream, or its partitions): lag and pending summed, ages and idle times the oldest."""
+    lag = pending = 0
+    age = idle = 0.0
+    for key in keys:
+        for g in await redis.xinfo_groups(key):
+            if _text(g["name"]) == group:
+                lag += g.get("lag") or 0
+                pending += g.get("pending") or 0
+        summary = await redis.xpending(key, group)
+        oldest = summary.get("min") if summary.get("pending") else None
+        if oldest:
+            age = max(age, time.time() - int(_text(oldest).split("-")[0]) / 1000)
+            rows = await redis.xpending_range(key, group, min="-", max="+", count=IDLE_SAMPLE)
+            idle = max(idle, max((r["time_since_delivered"] for r in rows), default=0) / 1000)
+    STREAM_LAG.labels(name).set(lag)
+    STREAM_PENDING.labels(name).set(pending)
+    STREAM_PENDING_AGE.labels(name).set(age)
+    STREAM_PENDING_IDLE.labels(name).set(idle)
     DEAD_LETTERS.labels(name).set(await redis.xlen(dead_letter(name)))
 
 
-async def report_streams(redis, names: list[str], group_of: dict[str, str], interval: float = 5.0) -> None:
-    """Keep the stream gauges current; runs for the life of the worker."""
+async def report_streams(redis, group_of: dict[str, str], interval: float = 5.0) -> None:
+    """Keep the stream gauges current (``group_of``: each input key's group); runs for
+    the life of the worker."""
+    by_stream: dict[str, tuple[list[str], str]] = {}
+    for key, group in group_of.items():
+        by_stream.setdefault(logical(key), ([], group))[0].append(key)
     while True:
-        for name in names:
+        for name, (keys, group) in by_stream.items():
             try:
-                await report_stream(redis, name, group_of[name])
+                await report_stream(redis, name, keys, group)
             except Exception:  # a missing stream or a blip: report next round
                 pass
         await asyncio.sleep(interval)

@@ -60,10 +60,10 @@ from pmsearch.shared import telemetry as T
 from pmsearch.shared.bus import connect
 from pmsearch.shared.collector import settle_after_startup
 from pmsearch.shared.consumer_group import ConsumerGroup, Fields, is_nogroup
-from pmsearch.shared.delivery import Delivery, Handler, Subscription, deliver
+from pmsearch.shared.delivery import Delivery, Handler, Slots, Subscription, deliver
 from pmsearch.shared.runstore import WORK_MARGIN_SECONDS
 from pmsearch.shared.settings import ServiceSettings
-from pmsearch.shared.streams import GROUP
+from pmsearch.shared.streams import GROUP, partitions
 
 log = logging.getLogger("pmsearch.worker")
 
@@ -160,18 +160,20 @@ class Worker:
         readable message is dead-lettered, so that its run can still end (it must not
         raise; a failure is logged)."""
         T.declare_stream(stream, self.policy.reclaim_idle_ms / 1000)
-        self._subs.append(
-            Subscription(
-                group=ConsumerGroup(self.redis, stream, group or GROUP[stream], self.consumer),
-                parse=parse or model.model_validate_json,
-                handle=handle,
-                concurrency=max(concurrency, 1),
-                skip_late=skip_late,
-                skip_finished=skip_finished,
-                forget=forget,
-                on_dead_letter=on_dead_letter,
+        slots = Slots(max(concurrency, 1))
+        for key in partitions(stream):
+            self._subs.append(
+                Subscription(
+                    group=ConsumerGroup(self.redis, key, group or GROUP[stream], self.consumer),
+                    parse=parse or model.model_validate_json,
+                    handle=handle,
+                    slots=slots,
+                    skip_late=skip_late,
+                    skip_finished=skip_finished,
+                    forget=forget,
+                    on_dead_letter=on_dead_letter,
+                )
             )
-        )
 
     def on_start(self, hook: Callable[[], Awaitable[None]]) -> None:
         """Run ``hook`` after the groups exist, before the first read."""
@@ -192,12 +194,13 @@ class Worker:
 
     @property
     def streams(self) -> list[str]:
-        return [s.stream for s in self._subs]
+        """The input streams, by name (a partitioned one once)."""
+        return list(dict.fromkeys(s.stream for s in self._subs))
 
     @property
     def groups(self) -> dict[str, str]:
-        """Each input stream's consumer group."""
-        return {s.stream: s.group.group for s in self._subs}
+        """Each input key's consumer group (every partition of a partitioned stream)."""
+        return {s.key: s.group.group for s in self._subs}
 
     @property
     def alive(self) -> bool:
@@ -213,12 +216,12 @@ class Worker:
         for hook in self._on_start:
             await hook()
         for sub in self._subs:
-            self._loops.append(asyncio.create_task(self._consume_loop(sub), name=f"consume {sub.stream}"))
-            self._background.append(asyncio.create_task(self._heartbeat_loop(sub), name=f"heartbeat {sub.stream}"))
-            self._background.append(asyncio.create_task(self._trim_loop(sub), name=f"trim {sub.stream}"))
+            self._loops.append(asyncio.create_task(self._consume_loop(sub), name=f"consume {sub.key}"))
+            self._background.append(asyncio.create_task(self._heartbeat_loop(sub), name=f"heartbeat {sub.key}"))
+            self._background.append(asyncio.create_task(self._trim_loop(sub), name=f"trim {sub.key}"))
         self._background.append(
             asyncio.create_task(
-                T.report_streams(self.redis, self.streams, self.groups, self.policy.report_seconds),
+                T.report_streams(self.redis, self.groups, self.policy.report_seconds),
                 name="report streams",
             )
         )
@@ -228,7 +231,7 @@ class Worker:
         A handler cut short leaves its entry pending for another consumer."""
         self._stopping.set()
         for sub in self._subs:
-            sub.slot_freed.set()
+            sub.slots.freed.set()
         await _settle(self._loops, self.policy.block_ms / 1000 + 1)
         running = [t for sub in self._subs for t in sub.inflight.values()]
         await _settle(running, self.policy.shutdown_grace_seconds)
@@ -261,16 +264,22 @@ class Worker:
     async def _ensure_group(self, sub: Subscription[Any]) -> None:
         if await sub.group.ensure():
             T.WORKER_GROUPS_CREATED.labels(sub.stream).inc()
-            log.info("created consumer group %s on %s at 0", sub.group.group, sub.stream)
+            log.info("created consumer group %s on %s at 0", sub.group.group, sub.key)
 
     async def _wait_for_slot(self, sub: Subscription[Any]) -> bool:
-        """True once a handler slot is free; False when stopping."""
-        while sub.free <= 0 and not self._stopping.is_set():
-            sub.slot_freed.clear()
+        """True once a handler slot is free; False when stopping. The partitions of a
+        stream wait in turn: a freed slot wakes the waiters in the order they began to
+        wait, so the one that read last is served last."""
+        slots = sub.slots
+        while slots.free <= 0 and not self._stopping.is_set():
+            slots.freed.clear()
+            slots.waiting += 1
             try:
-                await asyncio.wait_for(sub.slot_freed.wait(), self.policy.block_ms / 1000)
+                await asyncio.wait_for(slots.freed.wait(), self.policy.block_ms / 1000)
             except TimeoutError:
                 pass
+            finally:
+                slots.waiting -= 1
         return not self._stopping.is_set()
 
     async def _guarded(self, sub: Subscription[Any], read: Callable[[], Awaitable[Any]], backoff: list[float]) -> Any:
@@ -280,13 +289,13 @@ class Worker:
             reply = await read()
         except Exception as exc:  # noqa: BLE001 - a lost connection, a restart: keep reading
             if is_nogroup(exc):
-                log.warning("consumer group %s of %s is gone; creating it again", sub.group.group, sub.stream)
+                log.warning("consumer group %s of %s is gone; creating it again", sub.group.group, sub.key)
                 try:
                     await self._ensure_group(sub)
                     return None
                 except Exception as again:  # noqa: BLE001 - the next read tries again
                     exc = again
-            log.warning("reading %s failed (%s); retrying in %.1f s", sub.stream, exc, backoff[0])
+            log.warning("reading %s failed (%s); retrying in %.1f s", sub.key, exc, backoff[0])
             await self._pause(backoff[0])
             backoff[0] = min(backoff[0] * 2, 5.0)
             return None
@@ -295,33 +304,46 @@ class Worker:
 
     async def _consume_loop(self, sub: Subscription[Any]) -> None:
         """Take over dead consumers' entries every reclaim poll, read new ones between.
-        One command at a time, each for at most the free slots: never more than
-        ``concurrency`` entries held, and reclaiming is never starved by reading."""
+        One command at a time, each for at most the free slots, reserved before it is
+        sent: never more than ``concurrency`` entries held across a stream's partitions,
+        and reclaiming is never starved by reading."""
         backoff, cursor, reclaim_at = [0.1], "0-0", 0.0
         while await self._wait_for_slot(sub):
-            count = min(sub.free, self.policy.read_count)
-            now = time.monotonic()
-            if cursor != "0-0" or now >= reclaim_at:
-                reply = await self._guarded(
-                    sub, partial(sub.group.reclaim, cursor, self.policy.reclaim_idle_ms, count), backoff
-                )
-                cursor, claimed = reply if reply is not None else ("0-0", [])
-                if cursor == "0-0":
-                    reclaim_at = now + self.policy.reclaim_poll_ms / 1000
-                for entry_id, fields, delivered in claimed:
-                    # Our own running entry (a heartbeat came late), or no count known
-                    # (acknowledged meanwhile): not run now. The claim made it ours; it
-                    # is taken over again after the idle time if it is still pending.
-                    if entry_id in sub.inflight or delivered is None:
-                        continue
-                    T.WORKER_RECLAIMED.labels(sub.stream).inc()
-                    self._dispatch(sub, entry_id, fields, delivered)
-                continue
-            # Block no longer than until the next reclaim (BLOCK 0 would wait forever).
-            block = max(1, min(self.policy.block_ms, int((reclaim_at - now) * 1000)))
-            entries = await self._guarded(sub, partial(sub.group.read, count, block), backoff)
-            for entry_id, fields in entries or []:
-                self._dispatch(sub, entry_id, fields, 1)
+            count = min(sub.slots.free, self.policy.read_count)
+            sub.slots.take(count)
+            started = 0
+            try:
+                now = time.monotonic()
+                if cursor != "0-0" or now >= reclaim_at:
+                    reply = await self._guarded(
+                        sub, partial(sub.group.reclaim, cursor, self.policy.reclaim_idle_ms, count), backoff
+                    )
+                    cursor, claimed = reply if reply is not None else ("0-0", [])
+                    if cursor == "0-0":
+                        reclaim_at = now + self.policy.reclaim_poll_ms / 1000
+                    for entry_id, fields, delivered in claimed:
+                        # Our own running entry (a heartbeat came late), or no count known
+                        # (acknowledged meanwhile): not run now. The claim made it ours; it
+                        # is taken over again after the idle time if it is still pending.
+                        if entry_id in sub.inflight or delivered is None:
+                            continue
+                        T.WORKER_RECLAIMED.labels(sub.stream).inc()
+                        self._dispatch(sub, entry_id, fields, delivered)
+                        started += 1
+                    continue
+                # Block no longer than until the next reclaim (BLOCK 0 would wait forever).
+                # While another partition waits for a slot this one holds, it does not
+                # block on an empty key: it looks, and if nothing is there it steps aside.
+                contended = sub.slots.waiting > 0
+                block = None if contended else max(1, min(self.policy.block_ms, int((reclaim_at - now) * 1000)))
+                entries = await self._guarded(sub, partial(sub.group.read, count, block), backoff)
+                for entry_id, fields in entries or []:
+                    self._dispatch(sub, entry_id, fields, 1)
+                    started += 1
+            finally:
+                sub.slots.give(count - started)
+            if contended and not started:
+                await self._pause(CONTENDED_POLL_SECONDS)
 
     async def _pause(self, seconds: float) -> None:
         try:
@@ -339,12 +361,12 @@ class Worker:
             try:
                 gone = await sub.group.heartbeat(ids)
             except Exception as exc:  # noqa: BLE001 - the next beat tries again
-                log.warning("heartbeat on %s failed: %s", sub.stream, exc)
+                log.warning("heartbeat on %s failed: %s", sub.key, exc)
                 continue
             for entry_id in gone:
                 if entry_id in sub.inflight:  # still running, so not acknowledged: taken
                     T.WORKER_TAKEN.labels(sub.stream).inc()
-                    log.warning("%s %s was taken over by another consumer while running", sub.stream, entry_id)
+                    log.warning("%s %s was taken over by another consumer while running", sub.key, entry_id)
 
     async def _trim_loop(self, sub: Subscription[Any]) -> None:
         """Drop consumed entries older than the keep time (none for ``forget`` streams)."""
@@ -358,7 +380,7 @@ class Worker:
             try:
                 trimmed = await sub.group.trim_consumed(int(time.time() * 1000) - keep_ms)
             except Exception as exc:  # noqa: BLE001 - the next round tries again
-                log.warning("trimming %s failed: %s", sub.stream, exc)
+                log.warning("trimming %s failed: %s", sub.key, exc)
                 continue
             if trimmed:
                 T.STREAM_TRIMMED.labels(sub.stream).inc(trimmed)
@@ -372,11 +394,14 @@ class Worker:
         def done(_: asyncio.Task[None]) -> None:
             if sub.inflight.get(entry_id) is task:
                 del sub.inflight[entry_id]
-            sub.slot_freed.set()
+            sub.slots.give(1)
 
         task.add_done_callback(done)
 
 CANCEL_WAIT_SECONDS = 1.0
+# How long a partition that found nothing, while others waited for its slot, waits
+# before it looks again (only when a stream has fewer handler slots than partitions).
+CONTENDED_POLL_SECONDS = 0.1
 
 
 async def _settle(tasks: list[asyncio.Task[Any]], timeout: float) -> None:

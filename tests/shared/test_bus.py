@@ -12,7 +12,9 @@ from redis.exceptions import TimeoutError as RedisTimeout
 from pmsearch.shared.bus import connect, publish, raise_if_cancelled
 from pmsearch.shared.consumer_group import ConsumerGroup
 from pmsearch.shared.messages import Contract
+from pmsearch.shared.redis_cluster import WaitingCluster
 from pmsearch.shared.settings import ServiceSettings
+from tests.shared.test_worker import home
 
 
 class Ping(Contract):
@@ -20,7 +22,7 @@ class Ping(Contract):
 
 
 async def test_publishing_trims_nothing_so_old_entries_stay(redis):
-    stream = f"test:bus:{uuid.uuid4().hex}"
+    stream = home(f"test:bus:{uuid.uuid4().hex}")
     await redis.xadd(stream, {"data": "old"}, id="1-0")
     await publish(redis, stream, Ping(n=1))
     assert len(await redis.xrange(stream)) == 2
@@ -33,7 +35,7 @@ async def lag(redis, stream: str) -> int | None:
 async def test_a_groups_lag_counts_exactly_the_unread_entries_after_every_trim_pmsearch_does(redis):
     """What an autoscaler reads (XINFO GROUPS lag) after the consumers' own trims: the
     consumed entries trimmed (XTRIM MINID) and a handled raw-mail entry deleted (XDEL)."""
-    stream = f"test:bus:{uuid.uuid4().hex}"
+    stream = home(f"test:bus:{uuid.uuid4().hex}")
     group = ConsumerGroup(redis, stream, "g", "c1")
     await group.ensure()
     for n in range(6):
@@ -57,7 +59,7 @@ async def test_a_groups_lag_counts_exactly_the_unread_entries_after_every_trim_p
 async def test_trimming_an_unread_entry_by_age_would_overstate_the_lag_for_good(redis):
     """Why nothing is trimmed at XADD (the searcher drops an expired request instead):
     Redis counts a trimmed unread entry as still to read."""
-    stream = f"test:bus:{uuid.uuid4().hex}"
+    stream = home(f"test:bus:{uuid.uuid4().hex}")
     group = ConsumerGroup(redis, stream, "g", "c1")
     await group.ensure()
     ids = [await publish(redis, stream, Ping(n=n)) for n in range(4)]
@@ -102,6 +104,13 @@ async def test_a_stage_client_parses_replies_with_hiredis(redis_url):
     # a loaded stack a tenth of its CPU.
     client = connect(ServiceSettings(redis_url=redis_url))
     try:
+        if isinstance(client, WaitingCluster):  # with --redis-cluster: a node's connection
+            await client.initialize()
+            node = client.get_default_node()
+            conn = node.acquire_connection()
+            assert type(conn._parser).__name__ == "_AsyncHiredisParser"
+            node.release(conn)
+            return
         conn = await client.connection_pool.get_connection()
         try:
             assert type(conn._parser).__name__ == "_AsyncHiredisParser"

@@ -79,7 +79,7 @@ async def test_a_failing_stage_check_makes_the_worker_unready_but_still_live(ser
 
 async def test_a_missing_consumer_group_makes_the_worker_unready(served, redis) -> None:
     worker, url, _ = served
-    (stream, group), = worker.groups.items()
+    (stream, group), *_ = worker.groups.items()  # a stream, or its first partition
     await end_consuming(worker)  # first, or its reader creates the group again at once
     await redis.xgroup_destroy(stream, group)
     body = (await get(f"{url}/readyz")).json()

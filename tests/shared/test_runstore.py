@@ -14,6 +14,7 @@ import redis.asyncio as aioredis
 
 from pmsearch.cli.acl import rules
 from pmsearch.shared import streams
+from pmsearch.shared.bus import connect
 from pmsearch.shared.messages import (
     EvidenceMessage,
     ProgressEvent,
@@ -32,6 +33,7 @@ from pmsearch.shared.runstore import (
     index_key,
     retention_seconds,
 )
+from pmsearch.shared.settings import ServiceSettings
 from tests.fixtures.waiting import until
 
 
@@ -250,20 +252,29 @@ async def test_the_finishing_steps_announce_the_stored_result_once(redis) -> Non
 # ---------------------------------------------------------------- each stage's own Redis user
 
 
+STAGES = ("gateway", "planner", "searcher", "answerer", "verifier")
+
+
 @pytest.fixture(scope="module")
-def stage_urls(redis_url: str) -> dict[str, str]:
-    admin = blocking_redis.Redis.from_url(redis_url)
-    urls = {}
-    for user in ("gateway", "planner", "searcher", "answerer", "verifier"):
-        password = f"{user}-store-test"
-        admin.execute_command("ACL", "SETUSER", user, "reset", *rules(user, password))
-        urls[user] = redis_url.replace("redis://", f"redis://{user}:{password}@")
-    admin.close()
-    return urls
+def stage_settings(redis_url: str, loopback_cluster) -> dict[str, ServiceSettings]:
+    """Each stage's connection settings as its own ACL user: the shipped users of the
+    cluster's nodes, or the same rules set up on the session's server."""
+    if loopback_cluster is not None:
+        passwords = loopback_cluster.secrets.passwords
+    else:
+        admin = blocking_redis.Redis.from_url(redis_url)
+        passwords = {user: f"{user}-store-test" for user in STAGES}
+        for user in STAGES:
+            admin.execute_command("ACL", "SETUSER", user, "reset", *rules(user, passwords[user]))
+        admin.close()
+    return {
+        user: ServiceSettings(redis_url=redis_url, redis_username=user, redis_password=passwords[user])
+        for user in STAGES
+    }
 
 
-async def test_every_stage_runs_its_part_of_a_run_under_its_own_acl_user(stage_urls) -> None:
-    clients = {user: aioredis.from_url(url) for user, url in stage_urls.items()}
+async def test_every_stage_runs_its_part_of_a_run_under_its_own_acl_user(stage_settings) -> None:
+    clients = {user: connect(settings) for user, settings in stage_settings.items()}
     store = {user: RunStore(c) for user, c in clients.items()}
     run, deadline = run_id(), time.time() + 30
     record = meta(run, deadline=deadline)
@@ -304,8 +315,8 @@ async def test_every_stage_runs_its_part_of_a_run_under_its_own_acl_user(stage_u
             await c.aclose()
 
 
-async def test_a_stage_cannot_write_what_its_user_may_not(stage_urls) -> None:
-    answerer = aioredis.from_url(stage_urls["answerer"])
+async def test_a_stage_cannot_write_what_its_user_may_not(stage_settings) -> None:
+    answerer = connect(stage_settings["answerer"])
     run = run_id()
     try:
         with pytest.raises(blocking_redis.exceptions.NoPermissionError):

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+import uuid
 from collections import Counter
 from dataclasses import replace
 
@@ -14,11 +15,18 @@ import pytest
 
 from pmsearch.shared.bus import encode, publish, publish_in
 from pmsearch.shared.consumer_group import ConsumerGroup
-from pmsearch.shared.streams import dead_letter
+from pmsearch.shared.streams import dead_letter, logical
 from pmsearch.shared.worker import Delivery
-from tests.shared.test_worker import FAST, GROUP, Job, client, running, stream, wait_for  # noqa: F401 - fixtures
+from tests.shared.test_worker import FAST, GROUP, Job, client, home, running, wait_for  # noqa: F401 - fixtures
 
 TRIM = replace(FAST, trim_ms=50, keep_consumed_ms=0)
+
+
+@pytest.fixture
+def stream() -> str:
+    """One key: these tests are about trimming a key (with ``--stream-partitions``, the
+    first partition of a stream, read as such)."""
+    return home(f"pm:test:{uuid.uuid4().hex[:10]}")
 
 
 class Mail(Job):
@@ -114,10 +122,10 @@ async def test_a_forgotten_entry_is_gone_once_handled_and_its_dead_letter_keeps_
         handled = await publish(client, stream, Mail(n=1, body=secret))
         await wait_for(lambda: _equals(ids(client, stream), []))
         await publish(client, stream, Mail(n=2, body=secret))
-        await wait_for(lambda: client.xlen(dead_letter(stream)))
+        await wait_for(lambda: client.xlen(dead_letter(logical(stream))))
         await wait_for(lambda: _equals(ids(client, stream), []))
     assert handled.decode() not in await ids(client, stream)
-    (_, letter), = await client.xrange(dead_letter(stream))
+    (_, letter), = await client.xrange(dead_letter(logical(stream)))
     assert secret.encode() not in letter[b"payload"]
     assert (await client.xpending(stream, GROUP))["pending"] == 0
 

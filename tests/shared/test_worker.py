@@ -13,15 +13,15 @@ import uuid
 from dataclasses import replace
 
 import pytest
-import redis.asyncio as aioredis
 from prometheus_client import REGISTRY
 from pydantic import BaseModel
 
+from pmsearch.shared import streams
 from pmsearch.shared.bus import publish
 from pmsearch.shared.consumer_group import ConsumerGroup
 from pmsearch.shared.errors import ContractError
 from pmsearch.shared.settings import ServiceSettings
-from pmsearch.shared.streams import dead_letter, final_key
+from pmsearch.shared.streams import dead_letter, final_key, partition, partitions
 from pmsearch.shared.worker import Delivery, Policy, Worker
 from tests.fixtures.waiting import until as wait_for
 
@@ -41,10 +41,9 @@ def stream() -> str:
 
 
 @pytest.fixture
-async def client(redis_url: str):
-    c = aioredis.from_url(redis_url)
-    yield c
-    await c.aclose()
+def client(redis):
+    """The test's own client: of one server, or with ``--redis-cluster`` of the cluster."""
+    return redis
 
 
 class Calls:
@@ -69,7 +68,13 @@ async def running(redis_url: str, stream: str, handle, *, consumer: str = "c1", 
 
 
 async def pending(client, stream: str) -> int:
-    return (await client.xpending(stream, GROUP))["pending"]
+    return sum([(await client.xpending(key, GROUP))["pending"] for key in partitions(stream)])
+
+
+def home(stream: str) -> str:
+    """The key a job without a run is appended to (the stream itself, unless the
+    session runs with partitions: ``pytest --stream-partitions``)."""
+    return partition(stream, "")
 
 
 def metric(name: str, **labels: str) -> float:
@@ -107,7 +112,7 @@ async def test_a_lost_group_is_created_again_and_reading_goes_on(redis_url, clie
     async with running(redis_url, stream, recorder(calls)) as worker:
         await publish(client, stream, Job(n=1))
         await wait_for(lambda: _ready(len(calls) == 1))
-        await client.delete(stream)  # the stream and its group are gone (a flush, a lost AOF)
+        await client.delete(*partitions(stream))  # the stream and its group are gone (a flush, a lost AOF)
         await publish(client, stream, Job(n=2))  # published before the group exists again
         await wait_for(lambda: _ready(len(calls) == 2))
         assert all(not t.done() for t in worker._loops)
@@ -137,7 +142,7 @@ async def test_replicas_share_a_backlog_instead_of_one_taking_it_all(redis_url, 
     async def watch() -> None:
         nonlocal most_held
         while True:
-            info = await client.xpending(stream, GROUP)
+            info = await client.xpending(home(stream), GROUP)
             most_held = max([most_held] + [int(c["pending"]) for c in info["consumers"]])
             await asyncio.sleep(0.01)
 
@@ -171,12 +176,12 @@ async def test_an_entry_whose_handler_always_fails_is_dead_lettered_after_max_de
 async def test_an_entry_delivered_too_often_is_dead_lettered_without_running(redis_url, client, stream):
     # Each earlier delivery went to a consumer that died holding it (OOM, SIGKILL): no
     # exception was ever seen, only Redis's delivery count tells.
-    group = ConsumerGroup(client, stream, GROUP, "dead")
+    group = ConsumerGroup(client, home(stream), GROUP, "dead")
     await group.ensure()
     entry = (await publish(client, stream, Job(n=1))).decode()
-    await client.xreadgroup(GROUP, "dead", {stream: ">"})
+    await client.xreadgroup(GROUP, "dead", {home(stream): ">"})
     for _ in range(FAST.max_deliveries - 1):
-        await client.xclaim(stream, GROUP, "dead", 0, [entry])  # a takeover counts a delivery
+        await client.xclaim(home(stream), GROUP, "dead", 0, [entry])  # a takeover counts a delivery
     assert (await group.delivery_counts([entry]))[entry] == FAST.max_deliveries
     calls = Calls()
     async with running(redis_url, stream, recorder(calls)):
@@ -196,7 +201,7 @@ async def test_a_contract_error_is_dead_lettered_at_once(redis_url, client, stre
         raise ContractError("not for this stage")
 
     async with running(redis_url, stream, refuse):
-        await client.xadd(stream, {"__data__": b"not json"})
+        await client.xadd(home(stream), {"__data__": b"not json"})
         await publish(client, stream, Job(n=3))
         await wait_for(lambda: _ready_async(client.xlen(dead_letter(stream)), 2))
         await wait_for(lambda: _zero(pending(client, stream)))
@@ -294,6 +299,91 @@ async def test_stream_lag_and_pending_age_are_reported_for_the_input_stream(redi
         assert metric("pm_stream_lag", stream=stream) == 1  # the second waits for a free slot
         release.set()
         await wait_for(lambda: _zero(pending(client, stream)))
+
+
+# ---------------------------------------------------------------- partitions
+
+
+@pytest.fixture
+def three_partitions(monkeypatch):
+    """Streams split in three, as PM_STREAM_PARTITIONS=3 makes them in every process."""
+    before = streams.partition_count()
+    monkeypatch.setenv("PM_STREAM_PARTITIONS", "3")
+    streams.set_partitions(3)
+    yield
+    streams.set_partitions(before)
+
+
+def runs_on_each_partition(stream: str, per_partition: int) -> dict[str, list[str]]:
+    """Run ids whose messages land on each partition of ``stream``, ``per_partition`` each."""
+    found: dict[str, list[str]] = {key: [] for key in partitions(stream)}
+    n = 0
+    while any(len(ids) < per_partition for ids in found.values()):
+        run_id = f"run-{n}"
+        ids = found[partition(stream, run_id)]
+        if len(ids) < per_partition:
+            ids.append(run_id)
+        n += 1
+    return found
+
+
+async def test_a_partitioned_stream_is_read_in_every_partition_once_each_and_a_run_in_order(
+    three_partitions, redis_url, client, stream
+):
+    runs = [run_id for ids in runs_on_each_partition(stream, 3).values() for run_id in ids]
+    for n in range(3):  # each run's messages published in order n = 0, 1, 2
+        for run_id in runs:
+            await publish(client, stream, Job(n=n, run_id=run_id))
+    assert [await client.xlen(key) for key in partitions(stream)] == [9, 9, 9]
+    seen: list[tuple[str, int]] = []
+
+    async def handle(job: Job, delivery: Delivery) -> None:
+        seen.append((job.run_id or "", job.n))
+
+    async with running(redis_url, stream, handle, concurrency=1):
+        await wait_for(lambda: _ready(len(seen) == 27))
+        await wait_for(lambda: _zero(pending(client, stream)))
+    assert sorted(seen) == sorted((r, n) for r in runs for n in range(3))
+    assert all([n for r, n in seen if r == run_id] == [0, 1, 2] for run_id in runs)
+
+
+async def test_a_stream_s_partitions_share_its_handler_slots(three_partitions, redis_url, client, stream):
+    runs = [ids[0] for ids in runs_on_each_partition(stream, 1).values()]
+    running_now, most, handled = 0, 0, 0
+
+    async def handle(job: Job, delivery: Delivery) -> None:
+        nonlocal running_now, most, handled
+        handled += 1
+        running_now += 1
+        most = max(most, running_now)
+        await asyncio.sleep(0.05)
+        running_now -= 1
+
+    for n in range(8):
+        for run_id in runs:
+            await publish(client, stream, Job(n=n, run_id=run_id))
+    async with running(redis_url, stream, handle, concurrency=2):
+        await wait_for(lambda: _ready(handled == 24))
+        await wait_for(lambda: _zero(pending(client, stream)))
+    assert most == 2  # both slots used, never a third: not two per partition
+
+
+async def test_a_backlog_in_one_partition_does_not_hold_back_another(three_partitions, redis_url, client, stream):
+    busy, other, _ = (ids[0] for ids in runs_on_each_partition(stream, 1).values())
+    order: list[str] = []
+
+    async def handle(job: Job, delivery: Delivery) -> None:
+        order.append(job.run_id or "")
+        await asyncio.sleep(0.02)
+
+    for n in range(20):
+        await publish(client, stream, Job(n=n, run_id=busy))
+    await publish(client, stream, Job(n=0, run_id=other))  # after the whole backlog
+    async with running(redis_url, stream, handle, concurrency=1):
+        await wait_for(lambda: _ready(len(order) == 21))
+    # Read in turns, one slot between three partitions: the latecomer waits for a few
+    # of the backlog's entries, not for all twenty.
+    assert order.index(other) <= FAST.read_count
 
 
 def test_heartbeats_must_come_twice_per_reclaim_idle_time():

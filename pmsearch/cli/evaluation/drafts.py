@@ -70,7 +70,7 @@ class DraftKeeper:
 
     def _draft(self, run_id: str) -> VerificationRequested | None:
         for stream in streams.DRAFT_STREAMS:
-            for _, fields in self._redis.xrevrange(stream, count=RECENT):
+            for _, fields in self._redis.xrevrange(streams.partition(stream, run_id), count=RECENT):
                 try:
                     msg = decode(fields, VerificationRequested)
                 except (ValueError, KeyError, TypeError):
@@ -97,8 +97,9 @@ def live(client: redis.Redis) -> dict[str, tuple[VerificationRequested, dict[str
     """The drafts still in the verifier's input stream, with their runs' evidence."""
     out: dict[str, tuple[VerificationRequested, dict[str, EvidenceMessage]]] = {}
     reader = RunReader(client)
-    for stream in (*streams.DRAFT_STREAMS, streams.LEGACY_DRAFTS):
-        for _, fields in client.xrange(stream):
+    keys = [key for stream in (*streams.DRAFT_STREAMS, streams.LEGACY_DRAFTS) for key in streams.partitions(stream)]
+    for key in keys:
+        for _, fields in client.xrange(key):
             try:
                 msg = decode(fields, VerificationRequested)
             except (ValueError, KeyError, TypeError):

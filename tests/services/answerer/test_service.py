@@ -80,7 +80,7 @@ def carrying(*sentences: tuple[str, str], notes: list[str] = ()) -> CarriedAnswe
 
 
 async def handed_on(redis, run_id: str) -> VerificationRequested:
-    found = [decode(f, VerificationRequested) for _, f in await redis.xrange(streams.DRAFTS_FROM_ANSWERER)]
+    found = [decode(f, VerificationRequested) for _, f in await redis.xrange(streams.partition(streams.DRAFTS_FROM_ANSWERER, run_id))]
     (req,) = [r for r in found if r.run_id == run_id]
     return req
 

@@ -108,7 +108,8 @@ async def found(planner: Planner, req: RunRequested, step: int, *messages: Evide
 
 
 async def published(redis, stream: str, model, run_id: str) -> list:
-    return [m for m in (decode(f, model) for _, f in await redis.xrange(stream)) if m.run_id == run_id]
+    entries = await redis.xrange(streams.partition(stream, run_id))
+    return [m for m in (decode(f, model) for _, f in entries) if m.run_id == run_id]
 
 
 async def tool_batches(redis, req: RunRequested) -> list[ToolBatchRequested]:

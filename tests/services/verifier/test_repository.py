@@ -12,18 +12,24 @@ import redis.asyncio as aioredis
 from pmsearch.services.verifier.decide import decide
 from pmsearch.services.verifier.errors import StoreError
 from pmsearch.services.verifier.repository import Repository, owner_key
-from pmsearch.shared.bus import decode
+from pmsearch.shared.bus import connect, decode
 from pmsearch.shared.messages import ProgressEvent, RunResult
 from pmsearch.shared.runstore import WORK_MARGIN_SECONDS, retention_seconds
+from pmsearch.shared.settings import ServiceSettings
 from pmsearch.shared.streams import evidence_key, final_key, progress_key
 from tests.services.verifier.factory import M1, evidence, request
 
 RESULT_TTL_SECONDS = retention_seconds()  # the default run retention
 
 
+def new_client(redis_url: str):
+    """A client of its own, as a verifier replica has (a cluster client with ``--redis-cluster``)."""
+    return connect(ServiceSettings(redis_url=redis_url))
+
+
 @pytest.fixture
 async def client(redis_url: str):
-    c = aioredis.from_url(redis_url)
+    c = new_client(redis_url)
     yield c
     await c.aclose()
 
@@ -105,7 +111,7 @@ async def test_progress_ttl_set_by_others_is_kept(client) -> None:
 
 async def test_concurrent_finishes_store_and_publish_exactly_one(redis_url: str, client) -> None:
     run = run_id()
-    clients = [aioredis.from_url(redis_url) for _ in range(8)]
+    clients = [new_client(redis_url) for _ in range(8)]
     try:
         results = [
             decide(request(run_id=run, text=f"The claim was accepted [{M1}]."), evidence()),
@@ -126,7 +132,7 @@ async def test_concurrent_finishes_store_and_publish_exactly_one(redis_url: str,
 
 async def test_two_drafts_race_through_the_service_functions(redis_url: str, client) -> None:
     async def handle(req, token):
-        c = aioredis.from_url(redis_url)
+        c = new_client(redis_url)
         try:
             repo = Repository(c)
             return await repo.finish(decide(req, await repo.load_evidence(req.run_id)), token)

@@ -53,7 +53,8 @@ def run() -> tuple[RunMeta, RunRequested]:
 
 
 async def published(redis, stream: str, model, run_id: str) -> int:
-    return sum(1 for _, fields in await redis.xrange(stream) if decode(fields, model).run_id == run_id)
+    entries = await redis.xrange(streams.partition(stream, run_id))
+    return sum(1 for _, fields in entries if decode(fields, model).run_id == run_id)
 
 
 async def admit_until(redis, monkeypatch, runs: RunService, died_before: str | None) -> RunMeta:

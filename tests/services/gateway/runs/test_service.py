@@ -165,7 +165,7 @@ async def test_a_run_is_published_only_once_its_idempotency_mark_is_set(redis) -
     from pmsearch.services.gateway.runs.idempotency import Claim
     from pmsearch.services.gateway.schemas import ApiKeyRecord
     from pmsearch.services.gateway.search.schemas import SearchRequest
-    from pmsearch.shared.streams import RUNS
+    from pmsearch.shared.streams import RUNS, partitions
 
     runs = service(redis)
 
@@ -175,12 +175,12 @@ async def test_a_run_is_published_only_once_its_idempotency_mark_is_set(redis) -
     runs.requests.mark_started = refused
     record = ApiKeyRecord(key_id=uuid.uuid4().hex, tenant_id="acme", principal="alice", permissions=["search:agentic"],
                           mailboxes=["alice"], created_at=datetime.now(UTC))
-    before = await redis.xrevrange(RUNS, count=1)
+    before = [await redis.xrevrange(key, count=1) for key in partitions(RUNS)]
     listed = await redis.zrange("pm:index:runs:acme", 0, -1)
     watched = await redis.zrange("pm:watch:deadlines", 0, -1)
     with pytest.raises(ResponseError):
         await runs.start(record, SearchRequest(query="when?", mode="agentic"), "retry-me")
-    assert await redis.xrevrange(RUNS, count=1) == before  # nothing published
+    assert [await redis.xrevrange(key, count=1) for key in partitions(RUNS)] == before  # nothing published
     assert await redis.zrange("pm:index:runs:acme", 0, -1) == listed  # nor left recorded
     assert await redis.zrange("pm:watch:deadlines", 0, -1) == watched
     assert await service(redis).requests.reserve(record.key_id, "retry-me", Claim(run_id="r" * 32, request="d")) is None
