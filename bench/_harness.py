@@ -100,7 +100,8 @@ def scripted_model(latency: float, work: Path, search_round: bool = False) -> It
 
 @contextmanager
 def demo_stack(
-    work: Path, model_url: str, env: dict[str, str], tenant: dict[str, Any], *, sentinel: bool = False
+    work: Path, model_url: str, env: dict[str, str], tenant: dict[str, Any], *, sentinel: bool = False,
+    cluster: bool = False,
 ) -> Iterator[tuple[Stack, str]]:
     """Redis (with ``sentinel``, a primary, a replica and three sentinels), the four
     stages and the gateway on free ports, with the demo mailbox loaded and tenant acme's
@@ -113,6 +114,7 @@ def demo_stack(
         work / "stack",
         extra_env={"PM_MODEL_BASE_URL": model_url, "PM_MODEL_OUTPUT": "json_schema", "PM_AGENT_MODEL": "scripted", **env},
         sentinel=sentinel,
+        cluster=cluster,
     )
     try:
         stack.start()

@@ -10,14 +10,20 @@ stack runs that code too. The benchmark's own arguments follow ``--``; each run'
 line (its JSON figures) is read, and the figures compared are ``--figures`` (dotted
 paths into it; ``*`` matches every key at that level).
 
+A change may also be a setting rather than a commit: with ``--change-args`` both sides
+run this checkout (unless ``--against`` names a base), the change with those arguments
+added to the benchmark's.
+
     python -m bench.ab --against HEAD~1 -- bench.load --levels 10,50
     python -m bench.ab --against main --figures 'sizes.*.hybrid.p95_ms' -- bench.search --sizes 20000
+    python -m bench.ab --change-args '--redis-cluster --stream-partitions 3' -- bench.load --levels 10,50
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import shlex
 import statistics
 import subprocess
 import sys
@@ -69,7 +75,8 @@ def run_once(cwd: Path, bench: list[str]) -> dict[str, Any]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--against", required=True, help="the base: a commit, branch or tag")
+    parser.add_argument("--against", help="the base: a commit, branch or tag (default: this checkout)")
+    parser.add_argument("--change-args", default="", help="arguments the change adds to the benchmark's")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--figures", action="append", help="dotted path into the JSON line (repeatable)")
     parser.add_argument("bench", nargs=argparse.REMAINDER, help="-- then the benchmark module and its arguments")
@@ -77,21 +84,26 @@ def main() -> None:
     bench = args.bench[1:] if args.bench[:1] == ["--"] else args.bench
     if not bench:
         parser.error("name the benchmark after --, e.g. -- bench.load --levels 10,50")
+    if not args.against and not args.change_args:
+        parser.error("name a base (--against) or what the change adds (--change-args)")
     paths = args.figures or LOAD_FIGURES
+    change_bench = bench + shlex.split(args.change_args)
     with tempfile.TemporaryDirectory() as tmp:
-        base = Path(tmp) / "base"
-        subprocess.run(["git", "worktree", "add", "--detach", "-q", str(base), args.against], cwd=ROOT, check=True)
+        base = Path(tmp) / "base" if args.against else ROOT
+        if args.against:
+            subprocess.run(["git", "worktree", "add", "--detach", "-q", str(base), args.against], cwd=ROOT, check=True)
         try:
             rounds = []
             for i in range(args.rounds):
                 pair = {}
-                for side, cwd in (("base", base), ("change", ROOT)):
+                for side, cwd, command in (("base", base, bench), ("change", ROOT, change_bench)):
                     print(f"round {i + 1}/{args.rounds}: {side}", file=sys.stderr, flush=True)
-                    data = run_once(cwd, bench)
+                    data = run_once(cwd, command)
                     pair[side] = {k: v for p in paths for k, v in figures(data, p).items()}
                 rounds.append(pair)
         finally:
-            subprocess.run(["git", "worktree", "remove", "--force", str(base)], cwd=ROOT, check=False)
+            if args.against:
+                subprocess.run(["git", "worktree", "remove", "--force", str(base)], cwd=ROOT, check=False)
     rows, out = [], {}
     for name in sorted(rounds[0]["base"]):
         b = [r["base"][name] for r in rounds if name in r["base"]]
@@ -101,9 +113,12 @@ def main() -> None:
         rows.append({"figure": name, "base (each round)": " / ".join(f"{x:g}" for x in b),
                      "change (each round)": " / ".join(f"{y:g}" for y in c), "change / base, median": ratio})
         out[name] = {"base": b, "change": c, "ratio_median": ratio}
-    print(f"{' '.join(bench)}: base {args.against}, change = this checkout; {args.rounds} rounds, base first in each")
+    change = f"this checkout{' with ' + args.change_args if args.change_args else ''}"
+    print(f"{' '.join(bench)}: base {args.against or 'this checkout'}, change = {change}; "
+          f"{args.rounds} rounds, base first in each")
     print(format_table(rows))
-    emit_json({"bench": "ab", "against": args.against, "command": bench, "rounds": args.rounds, "figures": out})
+    emit_json({"bench": "ab", "against": args.against, "change_args": args.change_args, "command": bench,
+               "rounds": args.rounds, "figures": out})
 
 
 if __name__ == "__main__":

@@ -197,8 +197,14 @@ def _redis_calls(redis: Any) -> dict[str, int]:
     """Calls so far by command (``INFO commandstats``); empty without a client."""
     if redis is None:
         return {}
-    stats = redis.info("commandstats")
-    return {name.removeprefix("cmdstat_"): int(v["calls"]) for name, v in stats.items()}
+    if not hasattr(redis, "get_primaries"):
+        stats = redis.info("commandstats")
+        return {name.removeprefix("cmdstat_"): int(v["calls"]) for name, v in stats.items()}
+    calls: dict[str, int] = {}  # a cluster: every primary's, summed
+    for node in redis.info("commandstats", target_nodes="primaries").values():
+        for name, v in node.items():
+            calls[name.removeprefix("cmdstat_")] = calls.get(name.removeprefix("cmdstat_"), 0) + int(v["calls"])
+    return calls
 
 
 def _cache_counts(port: int | None) -> dict[str, int] | None:
@@ -302,9 +308,12 @@ def main() -> None:
     parser.add_argument(
         "--query-cache-size", type=int, help="PM_QUERY_EMBEDDING_CACHE_SIZE for the searcher (default: the stack's; 0: none)"
     )
+    parser.add_argument("--redis-cluster", action="store_true", help="three Redis Cluster primaries instead of one Redis")
+    parser.add_argument("--stream-partitions", type=int, default=1, help="PM_STREAM_PARTITIONS for the stack")
     args = parser.parse_args()
     levels = [int(x) for x in args.levels.split(",")]
     env = {
+        "PM_STREAM_PARTITIONS": str(args.stream_partitions),
         "PM_SEARCH_RATE_PER_MINUTE": "0",
         "PM_MAX_STREAMS_PER_KEY": "100000",
         "PM_TENANT_SHARE": "1.0",  # one tenant drives the load: the replica's capacity, not its share
@@ -318,7 +327,9 @@ def main() -> None:
     results: dict[int, Level] = {}
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
-        with scripted_model(args.latency, work / "model") as model, demo_stack(work, model.base_url, env, tenant) as (stack, key):
+        with scripted_model(args.latency, work / "model") as model, demo_stack(
+            work, model.base_url, env, tenant, cluster=args.redis_cluster
+        ) as (stack, key):
             pids = {name: p.pid for name, p in stack.procs.items()} | {"model": model.pid}
             url, port = stack.gateway_url, stack.metrics_ports.get("searcher")
             redis = stack.redis_client()
@@ -349,7 +360,8 @@ def main() -> None:
     print(format_table([{"clients": str(n), **_bound_row(results[n])} for n in levels]))
     print(f"goals: {json.dumps(goals)}; no 5xx: {no_5xx}")
     emit_json({
-        "bench": "load", "model_latency_s": args.latency, "model_concurrency": args.model_concurrency,
+        "bench": "load", "redis": "cluster of 3" if args.redis_cluster else "one server",
+        "stream_partitions": args.stream_partitions, "model_latency_s": args.latency, "model_concurrency": args.model_concurrency,
         "questions": len(questions), "query_cache_size": args.query_cache_size,
         "baseline": summary(baseline), "levels": {str(n): summary(lv) for n, lv in results.items()},
         "goals": goals, "no_5xx": no_5xx,

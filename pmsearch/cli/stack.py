@@ -88,6 +88,9 @@ class Stack:
     # A primary, its replica and three sentinels instead of one Redis (docs/scale.md,
     # "Redis Sentinel"); the services find the primary through the sentinels.
     sentinel: bool = False
+    # Three Redis Cluster primaries instead of one Redis (docs/scale.md, "Redis Cluster");
+    # the services are cluster clients (PM_REDIS_CLUSTER).
+    cluster: bool = False
     procs: dict[str, subprocess.Popen] = field(default_factory=dict)
     # How to start each process again (the supervisor of `pmsearch up` restarts the dead).
     launchers: dict[str, Callable[[], subprocess.Popen]] = field(default_factory=dict)
@@ -121,6 +124,12 @@ class Stack:
         """A client of the primary as ``user`` (with Sentinel, the primary named now)."""
         if self.failover is not None:
             return self.failover.primary_client(user)
+        if self.cluster:
+            from redis.cluster import RedisCluster
+
+            return RedisCluster(  # type: ignore[return-value] - the same commands, routed by slot
+                host="127.0.0.1", port=self.redis_port, username=user, password=self.secrets.passwords[user]
+            )
         return redis.Redis.from_url(self.redis_url, username=user, password=self.secrets.passwords[user])
 
     def env_for(self, user: str) -> dict[str, str]:
@@ -134,6 +143,8 @@ class Stack:
         )
         if self.failover is not None:
             env.update(self.failover.service_env(user))
+        if self.cluster:
+            env["PM_REDIS_CLUSTER"] = "1"
         if user in ("gateway", "searcher"):
             env["PM_SCOPE_KEY"] = self.secrets.scope_key
         if user == "searcher":
@@ -172,6 +183,14 @@ class Stack:
             self.failover = FailoverSet(self.var_dir / "failover", self.secrets, log_dir=self.log_dir, procs=self.procs)
             self.failover.start()
             self.launchers.update({name: partial(self.failover.restart, name) for name in self.failover.names})
+            return
+        if self.cluster:
+            from pmsearch.testing.cluster import LoopbackCluster
+
+            nodes = LoopbackCluster(self.var_dir / "cluster", self.secrets).start()
+            self.redis_port = nodes.ports[0]  # any primary: the clients learn the others from it
+            # The nodes are the stack's processes, stopped last as its one Redis is.
+            self.procs.update({f"redis-{i}": proc for i, proc in enumerate(nodes.procs)})
             return
         redis_dir = self.var_dir / "redis"
         redis_dir.mkdir(parents=True, exist_ok=True)
@@ -284,7 +303,8 @@ class Stack:
         """Stop the services, then Redis and the model server (the services finish and
         acknowledge their work through Redis): SIGTERM to each process's group, SIGKILL
         to what lingers past 10 s."""
-        last = ("redis", "model", *(self.failover.names if self.failover is not None else ()))
+        last = ("redis", "model", *(self.failover.names if self.failover is not None else ()),
+                *(n for n in self.procs if n.startswith("redis-")))
         self._stop([p for n, p in self.procs.items() if n not in last])
         self._stop([p for n, p in self.procs.items() if n in last])
         self.procs.clear()
