@@ -10,6 +10,12 @@ each process is one consumer, ``<host>-<pid>``. For every input stream:
 * **Bounded reads**: ``XREADGROUP COUNT n`` asks for no more entries than the process has
   free handler slots (at most ``PM_WORKER_READ_COUNT``). A burst stays in the stream
   until some replica can start it, instead of queueing in one consumer's pending list.
+* **Partitions** (``PM_STREAM_PARTITIONS``): each key of a split stream has a reader of
+  its own (a cluster refuses one read over keys on two slots); they share the stream's
+  slots (:class:`pmsearch.shared.delivery.Slots`), reserving before each read. A freed
+  slot wakes the waiting readers in the order they began to wait, and a reader that
+  holds a slot another waits for looks without blocking and steps aside when its key is
+  empty: a backlog in one key does not hold back another.
 * **Heartbeats**: while a handler runs, its entry is claimed again by its own consumer
   (``XCLAIM ... 0 <id> JUSTID``, which does not count as a delivery) every
   ``PM_WORKER_HEARTBEAT_SECONDS``. So an entry only goes idle for

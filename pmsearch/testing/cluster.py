@@ -1,6 +1,6 @@
 """A Redis Cluster of three primaries on loopback, each with pmsearch's ACL users, for
 tests and benchmarks: what a cluster needs or refuses that one redis-server does not
-(docs/scale.md, "Toward a Redis Cluster").
+(docs/scale.md, "Redis Cluster").
 
 Each node runs the shipped ACL (``deploy/redis/users.acl.in``); the cluster is formed by
 ``redis-cli --cluster create`` as the admin user, and the nodes talk to each other on a

@@ -53,8 +53,12 @@ class FolderStore:
         )
 
     async def reset(self, uidvalidity: int) -> None:
-        """A new UIDVALIDITY: every UID known so far names nothing any more."""
-        await self.redis.delete(self.uids_key, self.deleted_key)
+        """A new UIDVALIDITY: every UID known so far names nothing any more.
+
+        One key at a time (a cluster may hold them on two slots), the new UIDVALIDITY
+        last: a sync that dies in between finds the old one still stored and resets again."""
+        await self.redis.delete(self.uids_key)
+        await self.redis.delete(self.deleted_key)
         await self.redis.hset(self.key, mapping={"uidvalidity": uidvalidity, "last_uid": 0})
 
     async def advance(self, last_uid: int, mapped: dict[int, str]) -> None:
