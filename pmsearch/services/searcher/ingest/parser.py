@@ -15,7 +15,6 @@ from __future__ import annotations
 import hashlib
 import mimetypes
 import re
-import time
 from datetime import UTC, datetime
 from email import policy
 from email.message import Message
@@ -23,11 +22,16 @@ from email.parser import BytesParser
 from email.utils import getaddresses, parsedate_to_datetime
 
 from pmsearch.services.searcher.errors import MalformedMessage, MessageTooLarge
-from pmsearch.services.searcher.ingest.limits import IngestLimits, PartTimeout, megabytes, time_limit
+from pmsearch.services.searcher.ingest.documents import reader_for
+from pmsearch.services.searcher.ingest.limits import IngestLimits, megabytes
+from pmsearch.services.searcher.ingest.reading import PartReader
 from pmsearch.services.searcher.ingest.schemas import Address, ParsedAttachment, ParsedMessage, normalize_subject
 from pmsearch.services.searcher.ingest.textutil import clean_text, decode_bytes, html_text, pdf_text
 
 QUARANTINE_FOLDERS = {"quarantine", "junk", "spam"}
+# A message forwarded inside a forwarded message inside ...: people nest a few; a file
+# that nests thousands only wants to exhaust the parser.
+MAX_FORWARD_NESTING = 8
 # Enough for every hop that checks (the topmost are the trusted ones); a forger can add
 # any number below them.
 MAX_AUTH_HEADERS = 10
@@ -53,7 +57,7 @@ def parse_message(raw: bytes, *, folder: str = "INBOX", limits: IngestLimits | N
     if not any(k.lower() in _KNOWN for k in msg.keys()):
         raise MalformedMessage("no mail headers (From, Subject, Date, Message-ID, ...)")
 
-    reader = _Reader(limits)
+    reader = PartReader(limits)
     body, attachments = _content(msg, reader)
     subject = _header(msg, "subject")
     rfc_id = first_id(_header(msg, "message-id"))
@@ -205,82 +209,14 @@ def _date(msg: Message) -> datetime | None:
 # -- MIME walk ----------------------------------------------------------------------
 
 
-class _Reader:
-    """One message's budget (text characters, attachments, time for extraction) and the
-    notes on what it cut."""
-
-    def __init__(self, limits: IngestLimits) -> None:
-        self.limits = limits
-        self.room = limits.max_text_chars
-        self.deadline = time.monotonic() + limits.parse_timeout_seconds
-        self.notes: list[str] = []
-        self.cut_in: str | None = None  # the part in which the text budget ran out
-        self.unread = 0  # parts with text after that
-        self.dropped = 0  # attachments over the count cap
-
-    def take(self, text: str, what: str, cut: bool = False) -> str:
-        """``text`` as far as the budget allows; ``cut`` says the extractor left some out."""
-        if self.room <= 0:
-            if text or cut:
-                if self.cut_in is None:  # the budget ended exactly where the last part did
-                    self.cut_in = what
-                else:
-                    self.unread += 1
-            return ""
-        if len(text) > self.room:
-            text, cut = text[: self.room], True
-        self.room -= len(text)
-        if cut and self.room <= 0:
-            self.cut_in = what
-        elif cut:
-            self.notes.append(f"{what}: only part of its text was read")
-        return text
-
-    def plain(self, text: str, what: str) -> str:
-        # Cleaning only shrinks text, so cutting well past the room still fills it.
-        bound = 2 * self.room + 1024
-        return self.take(clean_text(text[:bound], limit=None), what, len(text) > bound)
-
-    def extract(self, fn, data: bytes | str, what: str) -> str:
-        """Text from a PDF or HTML extractor, under the part's and the message's time."""
-        if self.room <= 0:
-            return self.take("", what, cut=True)
-        left = self.deadline - time.monotonic()
-        if left <= 0:
-            self.notes.append(f"{what}: not read, the message's {self.limits.parse_timeout_seconds:g} s were spent")
-            return ""
-        seconds = min(self.limits.extract_timeout_seconds, left)
-        try:
-            with time_limit(seconds):
-                text, cut = fn(data, self.room)
-        except PartTimeout:
-            self.notes.append(f"{what}: no text, extraction stopped after {seconds:g} s (PM_EXTRACT_TIMEOUT_SECONDS)")
-            return ""
-        except MemoryError:
-            self.notes.append(f"{what}: no text, extraction ran out of memory (PM_INGEST_PARSE_MEMORY_MB)")
-            return ""
-        return self.take(text or "", what, cut)
-
-    def finish(self) -> list[str]:
-        notes = list(self.notes)
-        if self.cut_in:
-            later = f"; {self.unread} later part(s) without text" if self.unread else ""
-            notes.append(f"text over {self.limits.max_text_chars:,} characters (PM_INGEST_MAX_TEXT_CHARS): "
-                         f"cut in {self.cut_in}{later}")
-        if self.dropped:
-            notes.append(f"{self.dropped} attachment(s) beyond the first {self.limits.max_attachments} left out "
-                         "(PM_INGEST_MAX_ATTACHMENTS)")
-        return notes
-
-
-def _content(msg: Message, reader: _Reader) -> tuple[str, list[ParsedAttachment]]:
+def _content(msg: Message, reader: PartReader) -> tuple[str, list[ParsedAttachment]]:
     bodies: list[str] = []
     attachments: list[ParsedAttachment] = []
     _walk(msg, bodies, attachments, reader)
     return clean_text("\n\n".join(b for b in bodies if b.strip()), limit=None), attachments
 
 
-def _walk(part: Message, bodies: list[str], attachments: list[ParsedAttachment], reader: _Reader) -> None:
+def _walk(part: Message, bodies: list[str], attachments: list[ParsedAttachment], reader: PartReader) -> None:
     ctype = part.get_content_type()
     if part.is_multipart() and ctype != "message/rfc822":
         children = part.get_payload() or []
@@ -300,6 +236,13 @@ def _walk(part: Message, bodies: list[str], attachments: list[ParsedAttachment],
     if len(attachments) >= reader.limits.max_attachments:
         reader.dropped += 1
         return
+    if _is_saved_message(part):
+        # A message saved as a file and attached (.eml) is forwarded mail as much as a
+        # message/rfc822 part is: its sender, date and subject shown as its own.
+        inner = _saved_message(part)
+        if inner is not None:
+            _forwarded_message(inner, bodies, attachments, reader)
+            return
     attachments.append(_attachment(part, len(attachments) + 1, reader))
 
 
@@ -326,12 +269,30 @@ def _is_body(part: Message) -> bool:
     return not _filename(part)
 
 
-def _forwarded(part: Message, bodies: list[str], attachments: list[ParsedAttachment], reader: _Reader) -> None:
+def _forwarded(part: Message, bodies: list[str], attachments: list[ParsedAttachment], reader: PartReader) -> None:
     """A forwarded message's headers and text go into the body, its files into ours."""
     inner = part.get_payload()
     inner = inner[0] if isinstance(inner, list) and inner else inner
-    if not isinstance(inner, Message):
+    if isinstance(inner, Message):
+        _forwarded_message(inner, bodies, attachments, reader)
+
+
+def _forwarded_message(
+    inner: Message, bodies: list[str], attachments: list[ParsedAttachment], reader: PartReader
+) -> None:
+    if reader.nesting >= MAX_FORWARD_NESTING:
+        reader.notes.append(f"forwarded messages nested more than {MAX_FORWARD_NESTING} deep: the inner ones not read")
         return
+    reader.nesting += 1
+    try:
+        _forwarded_inner(inner, bodies, attachments, reader)
+    finally:
+        reader.nesting -= 1
+
+
+def _forwarded_inner(
+    inner: Message, bodies: list[str], attachments: list[ParsedAttachment], reader: PartReader
+) -> None:
     header_lines = ["---------- Forwarded message ----------"]
     for name in ("from", "date", "subject", "to", "cc"):
         value = _header(inner, name)
@@ -355,19 +316,34 @@ def _payload(part: Message) -> bytes:
     return raw.encode("utf-8", "surrogateescape") if isinstance(raw, str) else b""
 
 
-def _leaf_text(part: Message, reader: _Reader) -> str:
+def _leaf_text(part: Message, reader: PartReader) -> str:
     text = decode_bytes(_payload(part), part.get_content_charset())
     if part.get_content_subtype() == "html":
         return reader.extract(html_text, text, "body")
     return reader.plain(text, "body")
 
 
-def _attachment(part: Message, n: int, reader: _Reader) -> ParsedAttachment:
+def _attachment(part: Message, n: int, reader: PartReader) -> ParsedAttachment:
     data = _payload(part)
     ctype = part.get_content_type()
     filename = _filename(part) or f"attachment-{n}{mimetypes.guess_extension(ctype) or '.bin'}"
     text = _attachment_text(part, ctype, filename, data, reader)
     return ParsedAttachment(filename=filename, content_type=ctype, size=len(data), text=text)
+
+
+def _is_saved_message(part: Message) -> bool:
+    return _filename(part).lower().endswith(".eml")
+
+
+def _saved_message(part: Message) -> Message | None:
+    """The message an attached ``.eml`` file holds, None when it holds none."""
+    data = _payload(part)
+    try:
+        _check_looks_like_mail(data)
+        inner = BytesParser(policy=policy.default).parsebytes(data)
+    except Exception:  # noqa: BLE001 - not mail after all: kept as a file
+        return None
+    return inner if any(k.lower() in _KNOWN for k in inner.keys()) else None
 
 
 def _filename(part: Message) -> str:
@@ -377,7 +353,7 @@ def _filename(part: Message) -> str:
         return ""
 
 
-def _attachment_text(part: Message, ctype: str, filename: str, data: bytes, reader: _Reader) -> str | None:
+def _attachment_text(part: Message, ctype: str, filename: str, data: bytes, reader: PartReader) -> str | None:
     """Text for the types we can read; by declared type, else by file extension because
     many clients label every file application/octet-stream."""
     ext = filename.lower().rsplit(".", 1)[-1] if "." in filename else ""
@@ -385,6 +361,9 @@ def _attachment_text(part: Message, ctype: str, filename: str, data: bytes, read
         return reader.extract(pdf_text, data, filename) or None
     if ctype == "text/html" or ext in {"html", "htm"}:
         return reader.extract(html_text, decode_bytes(data, part.get_content_charset()), filename) or None
-    if ctype.startswith("text/") or ext in {"txt", "csv", "md", "log", "ics", "vcf"}:
+    document = reader_for(ctype, filename)
+    if document is not None:
+        return reader.extract(document, data, filename) or None
+    if ctype.startswith("text/") or ext in {"txt", "csv", "md", "log", "vcf"}:
         return reader.plain(decode_bytes(data, part.get_content_charset()), filename) or None
     return None

@@ -1,0 +1,125 @@
+"""Word, Excel and PowerPoint files (Office Open XML), by python-docx, openpyxl and
+python-pptx, each opened only after its package passed :func:`open_package`."""
+
+from __future__ import annotations
+
+import io
+import logging
+import warnings
+from typing import Any
+
+from pmsearch.services.searcher.ingest.documents.errors import Unreadable
+from pmsearch.services.searcher.ingest.documents.layout import Budget, row_line
+from pmsearch.services.searcher.ingest.documents.package import checked
+
+Extracted = tuple[str | None, bool, list[str]]
+
+
+def docx_text(data: bytes, room: int) -> Extracted:
+    """Paragraphs and tables in document order; a table's rows as ``cell | cell``."""
+    notes = checked(data)
+    from docx import Document
+    from docx.table import Table
+
+    try:
+        document = Document(io.BytesIO(data))
+    except Exception as exc:  # noqa: BLE001 - a broken file costs only itself
+        raise Unreadable(f"not a readable Word document ({type(exc).__name__})") from None
+    out = Budget(room)
+    for block in document.iter_inner_content():
+        if isinstance(block, Table):
+            out.gap()
+            if not _table(out, block):
+                break
+            out.gap()
+        elif block.text.strip() and not out.add(block.text.strip()):
+            break
+    return (*out.text(), notes)
+
+
+def _table(out: Budget, table: Any) -> bool:
+    for row in table.rows:
+        cells = _distinct(cell.text for cell in row.cells)
+        line = row_line(cells)
+        if line is not None and not out.add(line, len(cells)):
+            return False
+    return True
+
+
+def _distinct(texts: Any) -> list[str]:
+    """A row's cells, a merged cell (python-docx repeats it in each column) once."""
+    cells: list[str] = []
+    for text in texts:
+        if not cells or text != cells[-1] or not text:
+            cells.append(text)
+    return cells
+
+
+def xlsx_text(data: bytes, room: int) -> Extracted:
+    """Each sheet: a line naming it, then its rows as ``cell | cell``, formulas as the
+    values Excel last computed (the file's cache), never evaluated here."""
+    notes = checked(data)
+    import openpyxl
+
+    logging.getLogger("openpyxl").setLevel(logging.ERROR)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # unknown extensions, data validation, ...
+            book = openpyxl.load_workbook(io.BytesIO(data), read_only=True, data_only=True, keep_links=False)
+    except Exception as exc:  # noqa: BLE001 - a broken file costs only itself
+        raise Unreadable(f"not a readable spreadsheet ({type(exc).__name__})") from None
+    out = Budget(room)
+    try:
+        for sheet in book.worksheets:
+            out.gap()
+            if not out.add(f"Sheet: {sheet.title}"):
+                break
+            for values in sheet.iter_rows(values_only=True):
+                line = row_line(values)
+                if line is not None and not out.add(line, len(values)):
+                    break
+            if out.full:
+                break
+    finally:
+        book.close()
+    return (*out.text(), notes)
+
+
+def pptx_text(data: bytes, room: int) -> Extracted:
+    """Each slide: ``Slide n: <title>``, then the text of its other shapes and tables."""
+    notes = checked(data)
+    from pptx import Presentation
+
+    try:
+        deck = Presentation(io.BytesIO(data))
+    except Exception as exc:  # noqa: BLE001 - a broken file costs only itself
+        raise Unreadable(f"not a readable presentation ({type(exc).__name__})") from None
+    out = Budget(room)
+    for number, slide in enumerate(deck.slides, start=1):
+        title_shape = slide.shapes.title
+        title = " ".join(title_shape.text_frame.text.split()) if title_shape is not None else ""
+        out.gap()
+        if not out.add(f"Slide {number}: {title}" if title else f"Slide {number}"):
+            break
+        title_id = title_shape.shape_id if title_shape is not None else None
+        for shape in slide.shapes:
+            if shape.shape_id == title_id:  # shapes are new proxies each time: compare ids
+                continue
+            if getattr(shape, "has_table", False) and shape.has_table:
+                out.gap()
+                if not _table(out, shape.table):
+                    break
+                out.gap()
+            elif getattr(shape, "has_text_frame", False) and shape.has_text_frame:
+                for paragraph in shape.text_frame.paragraphs:
+                    text = " ".join("".join(run.text for run in paragraph.runs).split())
+                    if text and not out.add(text):
+                        break
+            if out.full:
+                break
+        if out.full:
+            break
+    return (*out.text(), notes)
+
+
+__all__ = ["docx_text", "pptx_text", "xlsx_text"]

@@ -1,0 +1,121 @@
+"""OpenDocument text, spreadsheets and presentations (LibreOffice's .odt, .ods, .odp), by
+odfpy, opened only after the package passed its checks."""
+
+from __future__ import annotations
+
+import io
+from typing import Any
+
+from pmsearch.services.searcher.ingest.documents.errors import Unreadable
+from pmsearch.services.searcher.ingest.documents.layout import MAX_COLUMNS, Budget, row_line
+from pmsearch.services.searcher.ingest.documents.package import checked
+
+Extracted = tuple[str | None, bool, list[str]]
+# A row or cell may say it repeats (an empty sheet is one row repeated a million times):
+# an empty one is skipped, a filled one repeated at most this often.
+MAX_REPEAT = 100
+
+
+def odf_text(data: bytes, room: int) -> Extracted:
+    notes = checked(data)
+    from odf.opendocument import load
+
+    try:
+        document = load(io.BytesIO(data))
+    except Exception as exc:  # noqa: BLE001 - a broken file costs only itself
+        raise Unreadable(f"not a readable OpenDocument file ({type(exc).__name__})") from None
+    out = Budget(room)
+    if document.mimetype.endswith("spreadsheet"):
+        _sheets(document, out)
+    elif document.mimetype.endswith("presentation"):
+        _slides(document, out)
+    else:
+        _blocks(document.text, out)
+    return (*out.text(), notes)
+
+
+def _qname(node: Any) -> str:
+    return node.qname[1] if getattr(node, "qname", None) else ""
+
+
+def _text(node: Any) -> str:
+    from odf import teletype
+
+    return " ".join(teletype.extractText(node).split())
+
+
+def _blocks(parent: Any, out: Budget) -> bool:
+    """Paragraphs, headings, lists and tables of ``parent`` in order."""
+    for node in parent.childNodes:
+        name = _qname(node)
+        if name in ("p", "h"):
+            text = _text(node)
+            if text and not out.add(text):
+                return False
+        elif name == "table":
+            out.gap()
+            if not _rows(node, out):
+                return False
+            out.gap()
+        elif name in ("list", "list-item", "section", "frame", "text-box"):
+            if not _blocks(node, out):
+                return False
+    return True
+
+
+def _repeat(node: Any, attribute: str) -> int:
+    try:
+        return max(1, int(node.getAttribute(attribute) or 1))
+    except (ValueError, TypeError):
+        return 1
+
+
+def _cell(node: Any) -> object:
+    kind = node.getAttribute("valuetype") or ""
+    if kind in ("float", "percentage", "currency"):
+        try:
+            return float(node.getAttribute("value"))
+        except (TypeError, ValueError):
+            pass
+    return _text(node)
+
+
+def _rows(table: Any, out: Budget) -> bool:
+    from odf.table import TableRow
+
+    for row in table.getElementsByType(TableRow):
+        cells: list[object] = []
+        for cell in row.childNodes:
+            if _qname(cell) not in ("table-cell", "covered-table-cell"):
+                continue
+            value = _cell(cell)
+            cells.extend([value] * min(_repeat(cell, "numbercolumnsrepeated"), MAX_COLUMNS - len(cells)))
+            if len(cells) >= MAX_COLUMNS:
+                break
+        line = row_line(cells)
+        if line is None:
+            continue
+        for _ in range(min(_repeat(row, "numberrowsrepeated"), MAX_REPEAT)):
+            if not out.add(line, len(cells)):
+                return False
+    return True
+
+
+def _sheets(document: Any, out: Budget) -> None:
+    from odf.table import Table
+
+    for sheet in document.spreadsheet.getElementsByType(Table):
+        out.gap()
+        if not out.add(f"Sheet: {sheet.getAttribute('name')}") or not _rows(sheet, out):
+            return
+
+
+def _slides(document: Any, out: Budget) -> None:
+    from odf.draw import Page
+
+    for number, page in enumerate(document.presentation.getElementsByType(Page), start=1):
+        out.gap()
+        name = page.getAttribute("name") or ""
+        label = f"Slide {number}: {name}" if name and not name.lower().startswith(("page", "slide")) else f"Slide {number}"
+        if not out.add(label) or not _blocks(page, out):
+            return

@@ -1,0 +1,49 @@
+"""A figure from an attached spreadsheet, checked against its row: the verifier reads
+the text ingest extracted from a real ``.xlsx`` (tests/services/searcher/ingest/documents)
+and keeps a claim whose figure is in the row it names, cut from that attachment, and
+removes one whose figure is not."""
+
+from __future__ import annotations
+
+from pmsearch.services.searcher.ingest.parser import parse_message
+from pmsearch.services.verifier.service import verify
+from pmsearch.shared.messages import Draft, DraftSentence
+from tests.services.searcher.ingest.documents import files
+from tests.services.searcher.ingest.mails import mail, raw
+from tests.services.verifier.factory import message
+
+BUDGET = "mbudget0000001"
+
+
+def budget_evidence():
+    sheet = files.xlsx(
+        {"Budget 2027": [["Item", "Qty", "Unit price", "Total"], ["Electric forklift", 2, 24000],
+                         ["Pallet racking", 40, 310]]},
+        formulas={"Budget 2027": ("D2", "=B2*C2", 48000)},
+    )
+    msg = mail("The budget for next year is attached.", subject="Budget 2027")
+    msg.add_attachment(sheet, maintype="application", subtype="octet-stream", filename="budget.xlsx")
+    (attachment,) = parse_message(raw(msg)).attachments
+    source = message(BUDGET, "The budget for next year is attached.", subject="Budget 2027",
+                     attachments={attachment.filename: attachment.text})
+    return {BUDGET: source}
+
+
+def claim(text: str) -> Draft:
+    return Draft(sentences=[DraftSentence(text=text, citations=[BUDGET])])
+
+
+def test_a_figure_in_the_rows_of_an_attached_sheet_is_kept_with_an_excerpt_of_that_row():
+    verdict = verify(claim("The electric forklifts cost 48000 in total."), budget_evidence(),
+                     question="What do the electric forklifts cost in total?")
+    (kept,) = verdict.kept
+    (citation,) = kept.citations
+    assert citation.excerpt.part == "budget.xlsx"
+    assert "Electric forklift | 2 | 24000 | 48000" in citation.excerpt.text
+
+
+def test_a_figure_the_sheet_does_not_hold_is_removed():
+    verdict = verify(claim("The electric forklifts cost 52000 in total."), budget_evidence(),
+                     question="What do the electric forklifts cost in total?")
+    assert verdict.kept == []
+    assert [r.reason for r in verdict.removed] != []
