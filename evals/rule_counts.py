@@ -37,6 +37,7 @@ PARTS = {
     "off_question: what the question pins": ("off_question", lambda *a, **k: None),
     "off_question: the question's words off the thread": ("off_topic", lambda *a, **k: None),
     "off_question: the question's words nowhere the claim comes from": ("borrowed_subject", lambda *a, **k: None),
+    "figure_not_found: a table's figure off the row it names": ("off_its_row", lambda *a, **k: False),
 }
 # What the question pins (pmsearch/services/verifier/question.py), each cleared in turn: the field
 # of ``Pinned`` and its empty value.

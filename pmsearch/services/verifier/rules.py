@@ -18,8 +18,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from pmsearch.services.verifier.facts import SentenceFacts
+from pmsearch.services.verifier.sources import Source
 from pmsearch.services.verifier.topic import MAX_OFFENDING_WORDS, borrowed_subject, off_question, off_topic
 from pmsearch.shared.messages import RemovalReason
+from pmsearch.shared.text.figures import Figure
 
 # Share of a sentence's content words that may be missing from its cited messages before
 # it is removed as an unsupported claim (strictly more is removed). Calibrated on the
@@ -91,12 +93,30 @@ def quote_not_found(f: SentenceFacts, threshold: float) -> Removal | None:
 
 def figure_not_found(f: SentenceFacts, threshold: float) -> Removal | None:
     for figure in f.figures:
-        if not any(source.has_figure(figure) for source in f.cited_sources):
+        holding = [source for source in f.cited_sources if source.has_figure(figure)]
+        if not holding:
             spelled = f.spelled(figure)
             if spelled.casefold() in f.question.quarters:
                 continue  # the question's quarter, which its thread names (off_question)
             return Removal("figure_not_found", spelled)
+        # A quote is the quote rule's to check; a sentence that says nothing but the
+        # figure names no row.
+        if not f.quotes.quoted and f.content_stems and off_its_row(figure, holding, f.content_stems):
+            return Removal("figure_not_found", f.spelled(figure))
     return None
+
+
+def off_its_row(figure: Figure, holding: list[Source], claim: frozenset[str]) -> bool:
+    """Whether a figure that only table rows of its sources hold stands in none that
+    names anything the sentence says (the racking's price given as the forklift's): a
+    row is one record, and its figures belong to what its own cells name."""
+    rows: list[frozenset[str]] = []
+    for source in holding:
+        found = source.rows_holding(figure)
+        if found is None:
+            return False
+        rows += found
+    return bool(rows) and not any(row & claim for row in rows)
 
 
 def superseded(f: SentenceFacts, threshold: float) -> Removal | None:

@@ -97,6 +97,26 @@ class Source:
                 return True
         return False
 
+    def rows_holding(self, figure: figures.Figure) -> list[frozenset[str]] | None:
+        """The own words' stems of each table row that holds ``figure``, when only table
+        rows of the message's attachments hold it; None when its prose, subject, sender
+        or date does too (or nothing does). A figure of a table means something only in
+        its row. Only an attachment's rows are records (a sheet's, a document's table, as
+        ingest lays them out); a body's ``|`` lines are often an HTML mail's layout, whose
+        "row" runs on into the sentence after it."""
+        if self._figure_keys is None:
+            self.has_figure(figure)
+        if figures.supported(figure, [self._figure_keys[0]]):  # type: ignore[index] - the sender and date
+            return None
+        rows: list[frozenset[str]] = []
+        for index, part in enumerate(self.parts):
+            for unit in self._part_units(index, part):
+                if figures.supported(figure, [unit.keys]):
+                    if unit.row is None or not part.name.startswith("attachment:"):
+                        return None
+                    rows.append(unit.row)
+        return rows or None
+
     def aligned(self, sentence_figures: list[figures.Figure], sentence_stems: frozenset[str]) -> Aligned:
         """The one or two sentences (or table rows) of the message's parts, its subject
         aside, that share the most figures and words with a sentence."""

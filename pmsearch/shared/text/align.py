@@ -29,6 +29,8 @@ class Unit:
     end: int
     keys: frozenset[figures.Key]
     stems: frozenset[str]
+    # A table row's own cells' stems (its header's left out); None for a prose sentence.
+    row: frozenset[str] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,7 +50,9 @@ def units(text: str, *, table: bool = False) -> list[Unit]:
         piece = text[start:end]
         keyed = figures.normalize_figures(piece).text if figures.needs_preparing(piece) else normalize(piece)
         words = WORD.findall(normalize(f"{header} {piece}" if header else piece))
-        out.append(Unit(start, end, figures.source_keys(keyed) | frozenset(amounts.source_keys(keyed)), stems_of(words)))
+        is_row = table or "|" in piece
+        own = stems_of(WORD.findall(normalize(piece))) if is_row else None
+        out.append(Unit(start, end, figures.source_keys(keyed) | frozenset(amounts.source_keys(keyed)), stems_of(words), own))
     return out
 
 

@@ -38,12 +38,22 @@ def test_a_figure_in_the_rows_of_an_attached_sheet_is_kept_with_an_excerpt_of_th
                      question="What do the electric forklifts cost in total?")
     (kept,) = verdict.kept
     (citation,) = kept.citations
-    assert citation.excerpt.part == "budget.xlsx"
+    assert citation.excerpt.part == "attachment:budget.xlsx"
     assert "Electric forklift | 2 | 24000 | 48000" in citation.excerpt.text
 
 
 def test_a_figure_the_sheet_does_not_hold_is_removed():
     verdict = verify(claim("The electric forklifts cost 52000 in total."), budget_evidence(),
                      question="What do the electric forklifts cost in total?")
-    assert verdict.kept == []
-    assert [r.reason for r in verdict.removed] != []
+    assert verdict.kept == [] and len(verdict.removed) == 1
+
+
+def test_another_rows_figure_is_removed_as_not_found_where_the_claim_is():
+    verdict = verify(claim("The electric forklifts cost 310 in total."), budget_evidence(),
+                     question="What do the electric forklifts cost in total?")
+    assert [(r.reason, r.offending) for r in verdict.removed] == [("figure_not_found", "310")]
+
+
+def test_figures_of_two_rows_each_named_by_its_own_row_are_kept():
+    verdict = verify(claim("The racking costs 310 a unit and the forklifts 24000 each."), budget_evidence())
+    assert len(verdict.kept) == 1
