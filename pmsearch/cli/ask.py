@@ -53,7 +53,8 @@ def render_result(console: Console, result: dict) -> None:
             console.print(line("\n", s["text"]), highlight=False)
             for c in s["citations"]:
                 ex = c["excerpt"]
-                where = f"{c['message_id']} ({ex['part']} {ex['start']}-{ex['end']}):"
+                inside = f", {ex['place']}" if ex.get("place") else ""
+                where = f"{c['message_id']} ({ex['part']}{inside} {ex['start']}-{ex['end']}):"
                 console.print(line("   ", (where, "dim"), f" “{ex['text']}”"), highlight=False)
     for r in result.get("trace", {}).get("removed_sentences", []):
         why = f" ({r['reason']}{': ' + r['offending'] if r.get('offending') else ''}): {r['text']}"

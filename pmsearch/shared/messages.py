@@ -530,6 +530,9 @@ class Excerpt(Contract):
     start: int
     end: int
     matched_quote: bool
+    # Inside an attachment, the sheet, slide or event the excerpt is in ("Sheet: Budget
+    # 2027"; pmsearch/shared/attachment_places.py); None elsewhere.
+    place: str | None = None
 
 
 class Citation(Contract):

@@ -8,6 +8,7 @@ import re
 from dataclasses import dataclass
 from itertools import islice
 
+from pmsearch.shared.attachment_places import place
 from pmsearch.shared.messages import Excerpt
 from pmsearch.shared.text import figures
 from pmsearch.shared.text.normalize import Normalized, find_phrase, normalize, normalize_with_map
@@ -76,7 +77,12 @@ class Part:
             start=start,
             end=end,
             matched_quote=matched_quote,
+            place=self.place(start),
         )
+
+    def place(self, offset: int) -> str | None:
+        """The sheet, slide or event of an attachment that ``offset`` lies in."""
+        return place(self.original, offset) if self.name.startswith("attachment:") else None
 
     def find(self, fragments: list[str]) -> tuple[int, int] | None:
         """Normalised span holding all ``fragments`` in order, whole words, or None."""

@@ -53,7 +53,10 @@ class Aligned:
         start, end = self.units[self.window.first].start, self.units[self.window.last].end
         if end - start > max_chars:
             return None
-        return Excerpt(text=self.part.original[start:end], part=self.part.name, start=start, end=end, matched_quote=False)
+        return Excerpt(
+            text=self.part.original[start:end], part=self.part.name, start=start, end=end, matched_quote=False,
+            place=self.part.place(start),
+        )
 
     @property
     def word_stems(self) -> frozenset[str]:

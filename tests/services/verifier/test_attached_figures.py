@@ -38,7 +38,7 @@ def test_a_figure_in_the_rows_of_an_attached_sheet_is_kept_with_an_excerpt_of_th
                      question="What do the electric forklifts cost in total?")
     (kept,) = verdict.kept
     (citation,) = kept.citations
-    assert citation.excerpt.part == "attachment:budget.xlsx"
+    assert citation.excerpt.part == "attachment:budget.xlsx" and citation.excerpt.place == "Sheet: Budget 2027"
     assert "Electric forklift | 2 | 24000 | 48000" in citation.excerpt.text
 
 

@@ -321,7 +321,8 @@
         const source = byId.get(citation.message_id);
         const box = el("div", null, "citation");
         const label = source ? (source.subject || "(no subject)") + " — " + source.sender + " · " + when(source.date) : citation.message_id;
-        box.append(el("p", label + " · " + citation.excerpt.part, "meta"));
+        const place = citation.excerpt.place ? " · " + citation.excerpt.place : "";
+        box.append(el("p", label + " · " + citation.excerpt.part + place, "meta"));
         box.append(sourceNode(ctx));
         if (!ctx.kept) box.append(el("p", "The source text is no longer kept; the excerpt alone is shown.", "muted"));
         item.append(box);

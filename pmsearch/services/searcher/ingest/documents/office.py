@@ -9,6 +9,7 @@ import warnings
 from typing import Any
 
 from pmsearch.services.searcher.ingest.documents.errors import Unreadable
+from pmsearch.shared.attachment_places import sheet_heading, slide_heading
 from pmsearch.services.searcher.ingest.documents.layout import Budget, row_line
 from pmsearch.services.searcher.ingest.documents.package import checked
 
@@ -72,7 +73,7 @@ def xlsx_text(data: bytes, room: int) -> Extracted:
     try:
         for sheet in book.worksheets:
             out.gap()
-            if not out.add(f"Sheet: {sheet.title}"):
+            if not out.add(sheet_heading(sheet.title)):
                 break
             for values in sheet.iter_rows(values_only=True):
                 line = row_line(values)
@@ -99,7 +100,7 @@ def pptx_text(data: bytes, room: int) -> Extracted:
         title_shape = slide.shapes.title
         title = " ".join(title_shape.text_frame.text.split()) if title_shape is not None else ""
         out.gap()
-        if not out.add(f"Slide {number}: {title}" if title else f"Slide {number}"):
+        if not out.add(slide_heading(number, title)):
             break
         title_id = title_shape.shape_id if title_shape is not None else None
         for shape in slide.shapes:

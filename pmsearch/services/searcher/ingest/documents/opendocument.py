@@ -7,6 +7,7 @@ import io
 from typing import Any
 
 from pmsearch.services.searcher.ingest.documents.errors import Unreadable
+from pmsearch.shared.attachment_places import sheet_heading, slide_heading
 from pmsearch.services.searcher.ingest.documents.layout import MAX_COLUMNS, Budget, row_line
 from pmsearch.services.searcher.ingest.documents.package import checked
 
@@ -106,7 +107,7 @@ def _sheets(document: Any, out: Budget) -> None:
 
     for sheet in document.spreadsheet.getElementsByType(Table):
         out.gap()
-        if not out.add(f"Sheet: {sheet.getAttribute('name')}") or not _rows(sheet, out):
+        if not out.add(sheet_heading(sheet.getAttribute("name") or "")) or not _rows(sheet, out):
             return
 
 
@@ -116,6 +117,6 @@ def _slides(document: Any, out: Budget) -> None:
     for number, page in enumerate(document.presentation.getElementsByType(Page), start=1):
         out.gap()
         name = page.getAttribute("name") or ""
-        label = f"Slide {number}: {name}" if name and not name.lower().startswith(("page", "slide")) else f"Slide {number}"
-        if not out.add(label) or not _blocks(page, out):
+        title = name if not name.lower().startswith(("page", "slide")) else ""
+        if not out.add(slide_heading(number, title)) or not _blocks(page, out):
             return
