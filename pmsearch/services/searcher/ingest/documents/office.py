@@ -9,9 +9,9 @@ import warnings
 from typing import Any
 
 from pmsearch.services.searcher.ingest.documents.errors import Unreadable
-from pmsearch.shared.attachment_places import sheet_heading, slide_heading
 from pmsearch.services.searcher.ingest.documents.layout import Budget, row_line
 from pmsearch.services.searcher.ingest.documents.package import checked
+from pmsearch.shared.attachment_places import sheet_heading, slide_heading
 
 Extracted = tuple[str | None, bool, list[str]]
 

@@ -7,9 +7,9 @@ import io
 from typing import Any
 
 from pmsearch.services.searcher.ingest.documents.errors import Unreadable
-from pmsearch.shared.attachment_places import sheet_heading, slide_heading
 from pmsearch.services.searcher.ingest.documents.layout import MAX_COLUMNS, Budget, row_line
 from pmsearch.services.searcher.ingest.documents.package import checked
+from pmsearch.shared.attachment_places import sheet_heading, slide_heading
 
 Extracted = tuple[str | None, bool, list[str]]
 # A row or cell may say it repeats (an empty sheet is one row repeated a million times):
