@@ -8,7 +8,7 @@ from __future__ import annotations
 from pmsearch.services.searcher.ingest.parser import parse_message
 from pmsearch.services.verifier.service import verify
 from pmsearch.shared.messages import Draft, DraftSentence
-from tests.services.searcher.ingest.documents import files
+from pmsearch.testing import attachments as files
 from tests.services.searcher.ingest.mails import mail, raw
 from tests.services.verifier.factory import message
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from datetime import datetime
 
 from pmsearch.services.searcher.ingest.parser import parse_message
-from tests.services.searcher.ingest.documents import files
+from pmsearch.testing import attachments as files
 from tests.services.searcher.ingest.mails import mail, raw
 
 DOCX = "application/vnd.openxmlformats-officedocument.wordprocessingml.document"

@@ -14,7 +14,7 @@ from pmsearch.services.searcher.errors import IngestError
 from pmsearch.services.searcher.ingest.limits import IngestLimits
 from pmsearch.services.searcher.ingest.sandbox import Sandbox
 from pmsearch.services.searcher.ingest.schemas import ParsedMessage
-from tests.services.searcher.ingest.documents import files
+from pmsearch.testing import attachments as files
 from tests.services.searcher.ingest.mails import mail, raw
 
 PER_FORMAT = 25  # mutated files per format: 8 formats, 200 messages in all

@@ -11,7 +11,7 @@ import zipfile
 from pmsearch.services.searcher.ingest.documents.layout import MAX_CELLS
 from pmsearch.services.searcher.ingest.documents.package import MAX_PARTS
 from pmsearch.services.searcher.ingest.parser import MAX_FORWARD_NESTING, parse_message
-from tests.services.searcher.ingest.documents import files
+from pmsearch.testing import attachments as files
 from tests.services.searcher.ingest.mails import mail, raw
 
 GOOD = files.docx(["The good file is read."])
