@@ -17,9 +17,11 @@ sets and to the benchmarks.
 
 from __future__ import annotations
 
+import base64
 import json
 import subprocess
 import sys
+from datetime import UTC, datetime
 from pathlib import Path
 
 import httpx
@@ -117,3 +119,40 @@ def test_an_extract_style_answer_quotes_the_sentence_that_answers(real_stack):
     assert not missing_facts(question, answer["text"]), answer["text"]
     for sentence in answer["sentences"]:
         assert all(c["excerpt"]["matched_quote"] for c in sentence["citations"]), sentence
+
+
+def test_a_figure_inside_an_attached_spreadsheet_is_answered_and_cited_to_its_sheet(real_stack):
+    """The real model answering from inside an attachment: a budget spreadsheet (made
+    with the library spreadsheet software writes it with) sent to alice; the answer's
+    figure is verified against its row and cited to the file and its sheet."""
+    from email.message import EmailMessage
+    from email.utils import format_datetime
+
+    from pmsearch.testing import attachments
+
+    sheet = attachments.xlsx({"Lyon depot 2027": [
+        ["Item", "Qty", "Unit price", "Total"],
+        ["Conveyor belt CB-900", 3, 7450, 22350],
+        ["Dock leveller DL-20", 2, 5200, 10400],
+    ]})
+    msg = EmailMessage()
+    msg["From"], msg["To"] = "Dana Weber <dana.weber@acme.example>", "Alice Martin <alice@acme.example>"
+    msg["Subject"], msg["Message-ID"] = "Lyon depot equipment budget", "<lyon-budget-2027@acme.example>"
+    msg["Date"] = format_datetime(datetime(2024, 5, 6, 9, 15, tzinfo=UTC))
+    msg.set_content("Hi Alice,\n\nthe equipment budget for the Lyon depot is in the attached sheet.\n\nDana")
+    msg.add_attachment(sheet, maintype="application", subtype="octet-stream", filename="lyon-budget.xlsx")
+    admin = {"Authorization": f"Bearer {real_stack.secrets.admin_token}"}
+    body = {"tenant_id": "acme", "mailbox": "alice", "folder": "INBOX",
+            "raw": [base64.b64encode(bytes(msg)).decode()]}
+    httpx.post(f"{real_stack.gateway_url}/v1/admin/ingest", json=body, headers=admin, timeout=120).raise_for_status()
+    keys = json.loads((real_stack.var_dir / "demo-keys.json").read_text())
+    resp = httpx.post(
+        f"{real_stack.gateway_url}/v1/search",
+        json={"query": "What is the total for the CB-900 conveyor belts in the Lyon depot budget?", "mode": "agentic"},
+        headers={"Authorization": f"Bearer {keys['acme/alice']}"}, timeout=400,
+    )
+    result = resp.json()
+    assert result["outcome"] == "answered", result
+    assert "22350" in result["answer"]["text"].replace(",", ""), result["answer"]["text"]
+    excerpts = [c["excerpt"] for s in result["answer"]["sentences"] for c in s["citations"]]
+    assert any(e["part"] == "attachment:lyon-budget.xlsx" and e["place"] == "Sheet: Lyon depot 2027" for e in excerpts), excerpts
