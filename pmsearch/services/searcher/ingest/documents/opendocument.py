@@ -4,6 +4,7 @@ odfpy, opened only after the package passed its checks."""
 from __future__ import annotations
 
 import io
+import re
 from typing import Any
 
 from pmsearch.services.searcher.ingest.documents.errors import Unreadable
@@ -15,6 +16,8 @@ Extracted = tuple[str | None, bool, list[str]]
 # A row or cell may say it repeats (an empty sheet is one row repeated a million times):
 # an empty one is skipped, a filled one repeated at most this often.
 MAX_REPEAT = 100
+# A name as ODF writes it where a name may not hold every character: "Kiel_20_roadmap".
+_ESCAPED = re.compile(r"_([0-9A-Fa-f]{2})_")
 
 
 def odf_text(data: bytes, room: int) -> Extracted:
@@ -116,7 +119,17 @@ def _slides(document: Any, out: Budget) -> None:
 
     for number, page in enumerate(document.presentation.getElementsByType(Page), start=1):
         out.gap()
-        name = page.getAttribute("name") or ""
-        title = name if not name.lower().startswith(("page", "slide")) else ""
-        if not out.add(slide_heading(number, title)) or not _blocks(page, out):
+        if not out.add(slide_heading(number, _slide_title(page))) or not _blocks(page, out):
             return
+
+
+def _slide_title(page: Any) -> str:
+    """The text of the slide's title frame, else the slide's own name unless it is a
+    default one ("page3")."""
+    from odf.draw import Frame
+
+    for frame in page.getElementsByType(Frame):
+        if (frame.getAttribute("class") or "") == "title":
+            return _text(frame)
+    name = _ESCAPED.sub(lambda m: chr(int(m.group(1), 16)), page.getAttribute("name") or "")
+    return "" if re.fullmatch(r"(?i)(page|slide)\s*\d*", name) else name
