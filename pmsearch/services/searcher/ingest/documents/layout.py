@@ -43,10 +43,6 @@ class Budget:
         self.lines: list[str] = []
         self.cut = False
 
-    @property
-    def full(self) -> bool:
-        return self.cut
-
     def add(self, line: str, cells: int = 0) -> bool:
         """Keep ``line``; False (and cut) once the characters or cells are spent."""
         if self.cut:

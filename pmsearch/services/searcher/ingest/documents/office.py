@@ -3,14 +3,12 @@ python-pptx, each opened only after its package passed :func:`open_package`."""
 
 from __future__ import annotations
 
-import io
 import logging
 import warnings
 from typing import Any
 
-from pmsearch.services.searcher.ingest.documents.errors import Unreadable
 from pmsearch.services.searcher.ingest.documents.layout import Budget, row_line
-from pmsearch.services.searcher.ingest.documents.package import checked
+from pmsearch.services.searcher.ingest.documents.package import opened
 from pmsearch.shared.attachment_places import sheet_heading, slide_heading
 
 Extracted = tuple[str | None, bool, list[str]]
@@ -18,14 +16,10 @@ Extracted = tuple[str | None, bool, list[str]]
 
 def docx_text(data: bytes, room: int) -> Extracted:
     """Paragraphs and tables in document order; a table's rows as ``cell | cell``."""
-    notes = checked(data)
     from docx import Document
     from docx.table import Table
 
-    try:
-        document = Document(io.BytesIO(data))
-    except Exception as exc:  # noqa: BLE001 - a broken file costs only itself
-        raise Unreadable(f"not a readable Word document ({type(exc).__name__})") from None
+    document, notes = opened(data, "Word document", Document)
     out = Budget(room)
     for block in document.iter_inner_content():
         if isinstance(block, Table):
@@ -59,16 +53,13 @@ def _distinct(texts: Any) -> list[str]:
 def xlsx_text(data: bytes, room: int) -> Extracted:
     """Each sheet: a line naming it, then its rows as ``cell | cell``, formulas as the
     values Excel last computed (the file's cache), never evaluated here."""
-    notes = checked(data)
     import openpyxl
 
     logging.getLogger("openpyxl").setLevel(logging.ERROR)
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # unknown extensions, data validation, ...
-            book = openpyxl.load_workbook(io.BytesIO(data), read_only=True, data_only=True, keep_links=False)
-    except Exception as exc:  # noqa: BLE001 - a broken file costs only itself
-        raise Unreadable(f"not a readable spreadsheet ({type(exc).__name__})") from None
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # unknown extensions, data validation, ...
+        book, notes = opened(data, "spreadsheet", lambda stream: openpyxl.load_workbook(
+            stream, read_only=True, data_only=True, keep_links=False))
     out = Budget(room)
     try:
         for sheet in book.worksheets:
@@ -79,7 +70,7 @@ def xlsx_text(data: bytes, room: int) -> Extracted:
                 line = row_line(values)
                 if line is not None and not out.add(line, len(values)):
                     break
-            if out.full:
+            if out.cut:
                 break
     finally:
         book.close()
@@ -88,13 +79,9 @@ def xlsx_text(data: bytes, room: int) -> Extracted:
 
 def pptx_text(data: bytes, room: int) -> Extracted:
     """Each slide: ``Slide n: <title>``, then the text of its other shapes and tables."""
-    notes = checked(data)
     from pptx import Presentation
 
-    try:
-        deck = Presentation(io.BytesIO(data))
-    except Exception as exc:  # noqa: BLE001 - a broken file costs only itself
-        raise Unreadable(f"not a readable presentation ({type(exc).__name__})") from None
+    deck, notes = opened(data, "presentation", Presentation)
     out = Budget(room)
     for number, slide in enumerate(deck.slides, start=1):
         title_shape = slide.shapes.title
@@ -116,9 +103,9 @@ def pptx_text(data: bytes, room: int) -> Extracted:
                     text = " ".join("".join(run.text for run in paragraph.runs).split())
                     if text and not out.add(text):
                         break
-            if out.full:
+            if out.cut:
                 break
-        if out.full:
+        if out.cut:
             break
     return (*out.text(), notes)
 

@@ -3,13 +3,11 @@ odfpy, opened only after the package passed its checks."""
 
 from __future__ import annotations
 
-import io
 import re
 from typing import Any
 
-from pmsearch.services.searcher.ingest.documents.errors import Unreadable
 from pmsearch.services.searcher.ingest.documents.layout import MAX_COLUMNS, Budget, row_line
-from pmsearch.services.searcher.ingest.documents.package import checked
+from pmsearch.services.searcher.ingest.documents.package import opened
 from pmsearch.shared.attachment_places import sheet_heading, slide_heading
 
 Extracted = tuple[str | None, bool, list[str]]
@@ -21,13 +19,9 @@ _ESCAPED = re.compile(r"_([0-9A-Fa-f]{2})_")
 
 
 def odf_text(data: bytes, room: int) -> Extracted:
-    notes = checked(data)
     from odf.opendocument import load
 
-    try:
-        document = load(io.BytesIO(data))
-    except Exception as exc:  # noqa: BLE001 - a broken file costs only itself
-        raise Unreadable(f"not a readable OpenDocument file ({type(exc).__name__})") from None
+    document, notes = opened(data, "OpenDocument file", load)
     out = Budget(room)
     if document.mimetype.endswith("spreadsheet"):
         _sheets(document, out)

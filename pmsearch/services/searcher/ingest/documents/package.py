@@ -10,9 +10,12 @@ from __future__ import annotations
 
 import io
 import zipfile
+from collections.abc import Callable
+from typing import TypeVar
 
 from pmsearch.services.searcher.ingest.documents.errors import Unreadable
 
+T = TypeVar("T")
 MB = 1024 * 1024
 MAX_PARTS = 5_000
 MAX_UNPACKED_BYTES = 200 * MB  # all parts together, as declared
@@ -82,3 +85,14 @@ def checked(data: bytes) -> list[str]:
     package, notes = open_package(data)
     package.close()
     return notes
+
+
+def opened(data: bytes, what: str, opener: Callable[[io.BytesIO], T]) -> tuple[T, list[str]]:
+    """The file as its library opens it (``opener``), once the package passed its
+    checks, with their notes; :class:`Unreadable` ("not a readable <what>") when the
+    library cannot open it: a broken file costs only itself."""
+    notes = checked(data)
+    try:
+        return opener(io.BytesIO(data)), notes
+    except Exception as exc:  # noqa: BLE001 - whatever a library raises on a broken file
+        raise Unreadable(f"not a readable {what} ({type(exc).__name__})") from None
