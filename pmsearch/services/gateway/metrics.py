@@ -27,6 +27,10 @@ RUNS_STARTED = Counter("pm_runs_started_total", "Agentic runs admitted.")
 RUNS_FOLLOWED = Counter(
     "pm_runs_followed_total", "Agentic requests answered with the run an earlier request of the same Idempotency-Key started."
 )
+RUNS_RESUMED = Counter(
+    "pm_runs_resumed_total",
+    "Runs recorded by a request whose admission failed before marking them started, started by the same request sent again.",
+)
 WATCHDOG_ENDINGS = Counter("pm_watchdog_endings_total", "Runs the deadline watchdog asked the verifier to end.")
 WATCHDOG_WAITS = Counter(
     "pm_watchdog_waits_total", "Looks at an overdue run whose draft was on its way, so the watchdog waited for it."

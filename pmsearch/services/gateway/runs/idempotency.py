@@ -16,8 +16,10 @@ holding the run id, a digest of the request body and whether the run was started
   run. The mark is set only while the reservation is still this request's (``WATCH``,
   :meth:`mark_started`): a gateway that stalled past the reservation, whose key another
   request has since reserved, starts nothing (409), so one key never starts two runs. A
-  gateway that dies between the mark and the publication leaves a recorded run that the
-  watchdog ends at its deadline, and the request sent again follows it there;
+  run recorded whose mark never came (its gateway failed, or a Redis failover lost the
+  mark) is started by the request sent again (``RunService._resume``). A gateway that
+  dies between the mark and the publication leaves a recorded run that the watchdog ends
+  at its deadline, and the request sent again follows it there;
 * **released** when starting failed (403, 429, 503 ...), so the retry is decided afresh.
   A reservation whose gateway died expires by itself.
 
@@ -95,13 +97,17 @@ class IdempotencyKeys:
         """Mark the reserved claim's run started, kept for the record's time, while the
         reservation is still this request's (``WATCH``, then a MULTI on the one key); 409
         when it is not (it expired, and may be another request's now): a gateway that
-        stalled past its reservation publishes nothing, so one key never starts two runs."""
+        stalled past its reservation publishes nothing, so one key never starts two runs.
+        Marked already for this run (the request sent again resumed it): nothing to do."""
         key = record_key(key_id, idempotency_key)
         async with self.redis.pipeline(transaction=True) as pipe:
             try:
                 await pipe.watch(key)
                 held = parse_claim(await pipe.get(key))
-                if held is None or held.run_id != claim.run_id or held.started:
+                if held is not None and held.run_id == claim.run_id and held.started:
+                    await pipe.unwatch()  # the request sent again started it (RunService._resume)
+                    return
+                if held is None or held.run_id != claim.run_id:
                     await pipe.unwatch()
                     raise IdempotencyKeyInUse(
                         "this request's Idempotency-Key reservation ran out before its run started; send it again",
@@ -117,13 +123,14 @@ class IdempotencyKeys:
                 ) from exc
 
     async def release(self, key_id: str, idempotency_key: str, claim: Claim) -> None:
-        """Drop the reservation if it is still ``claim``'s (a later request's is left alone)."""
+        """Drop the reservation if it is still ``claim``'s and not started (a later
+        request's, or a run's that the request sent again started, is left alone)."""
         key = record_key(key_id, idempotency_key)
         async with self.redis.pipeline(transaction=True) as pipe:
             try:
                 await pipe.watch(key)
                 held = parse_claim(await pipe.get(key))
-                if held is None or held.run_id != claim.run_id:
+                if held is None or held.run_id != claim.run_id or held.started:
                     await pipe.unwatch()
                     return
                 pipe.multi()

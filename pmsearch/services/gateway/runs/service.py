@@ -53,7 +53,7 @@ from pmsearch.services.gateway.searcher import Searcher
 from pmsearch.services.gateway.watchdog import request_ending
 from pmsearch.shared import streams
 from pmsearch.shared.bus import publish, raise_if_cancelled
-from pmsearch.shared.messages import ProgressEvent, RunMeta, RunRequested, RunResult
+from pmsearch.shared.messages import AnswerStyle, ProgressEvent, RunMeta, RunRequested, RunResult
 from pmsearch.shared.runstore import RunStore
 
 log = logging.getLogger("pmsearch.gateway.runs")
@@ -67,6 +67,10 @@ _TRANSIENT = (RedisConnectionError, RedisTimeout)
 # How long a cancel waits for the verifier's result before answering 202.
 CANCEL_WAIT_SECONDS = 5.0
 _POLL_SECONDS = 0.05
+# A recorded run whose started mark is missing this long after its record was written
+# was left by a failed admission (see RunService._resume), not one still under way: an
+# admission takes milliseconds, and this is well inside the reservation's time.
+RESUME_AFTER_SECONDS = 2.0
 
 
 def parse_last_event_id(value: str | None) -> str | None:
@@ -88,6 +92,15 @@ def may_read(record: ApiKeyRecord, meta: RunMeta) -> bool:
         and meta.principal == record.principal
         and bool(meta.mailboxes)
         and set(meta.mailboxes) <= set(record.mailboxes)
+    )
+
+
+def requested_for(meta: RunMeta, req: SearchRequest, answer_style: AnswerStyle) -> RunRequested:
+    """The message that starts the run ``meta`` records for ``req``."""
+    return RunRequested(
+        run_id=meta.run_id, tenant_id=meta.tenant_id, scope_token=meta.scope_token, deadline=meta.deadline,
+        question=meta.question, max_steps=meta.max_steps, max_seconds=meta.deadline - meta.created_at,
+        started_at=meta.created_at, strategy=req.strategy, answer_style=answer_style,
     )
 
 
@@ -114,7 +127,8 @@ class RunService:
         claim = Claim(run_id=run_id, request=request_digest(req))
         earlier = await self.requests.reserve(record.key_id, idempotency_key, claim)
         if earlier is not None:
-            meta = await self.meta(record, follow(earlier, claim.request))
+            resumed = await self._resume(record, req, idempotency_key, earlier)
+            meta = resumed or await self.meta(record, follow(earlier, claim.request))
             metrics.RUNS_FOLLOWED.inc()
             return meta, True
         try:
@@ -122,10 +136,42 @@ class RunService:
                 record, req, mailboxes, run_id,
                 before_publish=partial(self.requests.mark_started, record.key_id, idempotency_key, claim),
             )
+        except _TRANSIENT:
+            # Whether the run was recorded, marked or published is unknown: the
+            # reservation stays, so the request sent again follows or resumes the run
+            # (or, when nothing was recorded, starts afresh once the reservation expires).
+            raise
         except Exception:
             await self.requests.release(record.key_id, idempotency_key, claim)
             raise
         return meta, False
+
+    async def _resume(
+        self, record: ApiKeyRecord, req: SearchRequest, idempotency_key: str, earlier: Claim
+    ) -> RunMeta | None:
+        """Start the run an earlier request recorded but never marked started, and return
+        it; None when there is no such run to start.
+
+        Admission is one hash slot a step, so a Redis failover (replication is
+        asynchronous) can keep the run's record yet lose the later started mark, and the
+        gateway that wrote both has already failed the request. Without this, the
+        request sent again would wait out the reservation and start a second run while
+        the first sat recorded until the watchdog ended it. The record must be older than
+        :data:`RESUME_AFTER_SECONDS`, so that an admission still under way is left to
+        finish; if one was only slow, both publish, and the planner takes a run's second
+        ``RunRequested`` as a redelivery."""
+        if earlier.started or earlier.request != request_digest(req):
+            return None
+        meta = await self.store.meta(earlier.run_id)
+        if meta is None or not may_read(record, meta) or time.time() - meta.created_at < RESUME_AFTER_SECONDS:
+            return None
+        await self.requests.mark_started(record.key_id, idempotency_key, earlier)
+        if not await self.store.finished(meta.run_id):  # the watchdog may have ended it meanwhile
+            budgets = await self.repo.tenant_settings(record.tenant_id)
+            await publish(self.redis, streams.RUNS, requested_for(meta, req, budgets.answer_style))
+        metrics.RUNS_RESUMED.inc()
+        log.info("run %s: recorded but never marked started; started by the request sent again", meta.run_id)
+        return meta
 
     @staticmethod
     def _mailboxes(record: ApiKeyRecord, req: SearchRequest) -> list[str]:
@@ -164,11 +210,7 @@ class RunService:
             scope_token=token, created_at=now, deadline=deadline, max_steps=budgets.max_steps,
             key_id=record.key_id, mailboxes=mailboxes,
         )
-        requested = RunRequested(
-            run_id=run_id, tenant_id=record.tenant_id, scope_token=token, deadline=deadline, question=req.query,
-            max_steps=budgets.max_steps, max_seconds=budgets.max_seconds, started_at=now, strategy=req.strategy,
-            answer_style=budgets.answer_style,
-        )
+        requested = requested_for(meta, req, budgets.answer_style)
         try:
             # Shielded: a client that leaves mid-way does not stop the admission between
             # two of its steps (each on its own hash slot, so no MULTI holds them).

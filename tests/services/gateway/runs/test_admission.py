@@ -8,18 +8,24 @@ import asyncio
 import secrets
 import time
 import uuid
+from datetime import UTC, datetime
 
 import pytest
+from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import OutOfMemoryError
 
 from pmsearch.services.gateway.errors import IdempotencyKeyInUse
 from pmsearch.services.gateway.repository import GatewayRepository
 from pmsearch.services.gateway.runs import service as service_module
+from pmsearch.services.gateway.runs.idempotency import Claim, request_digest
 from pmsearch.services.gateway.runs.service import RunService
+from pmsearch.services.gateway.schemas import ApiKeyRecord
+from pmsearch.services.gateway.search.schemas import SearchRequest
 from pmsearch.services.gateway.searcher import Searcher
 from pmsearch.services.gateway.watchdog import watchdog_round
 from pmsearch.shared import streams
 from pmsearch.shared.bus import decode
+from pmsearch.shared.runstore import codec
 from pmsearch.shared.messages import RunMeta, RunRequested, VerificationRequested
 from pmsearch.shared.runstore.store import INDEX_ALL, index_key
 from pmsearch.shared.settings import GatewaySettings
@@ -137,3 +143,61 @@ async def test_every_admission_step_may_be_sent_again(redis) -> None:
     assert await runs.store.meta(meta.run_id) == meta  # the first record is kept
     assert await redis.zscore(streams.WATCHDOG, meta.run_id) == pytest.approx(meta.deadline)
     assert await redis.zcard(index_key(meta.tenant_id)) == 1
+
+
+def agentic_key() -> ApiKeyRecord:
+    return ApiKeyRecord(
+        key_id=uuid.uuid4().hex, tenant_id=f"t-{uuid.uuid4().hex[:8]}", principal="alice",
+        permissions=["search:agentic"], mailboxes=["alice"], created_at=datetime.now(UTC),
+    )
+
+
+async def lose_the_started_mark(runs: RunService, key: ApiKeyRecord, request: SearchRequest) -> RunMeta:
+    """A request whose run is recorded but whose started mark is lost with the primary
+    that took it (a Sentinel failover): the gateway sees a broken connection."""
+    marks = runs.requests.mark_started
+
+    async def lost(*args) -> None:
+        raise RedisConnectionError("Connection closed by server.")
+
+    runs.requests.mark_started = lost
+    with pytest.raises(RedisConnectionError):
+        await runs.start(key, request, "order-7")
+    runs.requests.mark_started = marks
+    [run_id] = await runs.redis.zrange(index_key(key.tenant_id), 0, -1)
+    return await runs.store.meta(codec.text(run_id))
+
+
+async def test_a_run_recorded_but_never_marked_started_is_started_once_by_the_request_sent_again(
+    redis, monkeypatch
+) -> None:
+    runs, key, request = service(redis), agentic_key(), SearchRequest(query="when?", mode="agentic")
+    meta = await lose_the_started_mark(runs, key, request)
+    assert await published(redis, streams.RUNS, RunRequested, meta.run_id) == 0
+    with pytest.raises(IdempotencyKeyInUse):  # so soon, the admission may still be under way
+        await runs.start(key, request, "order-7")
+    monkeypatch.setattr(service_module, "RESUME_AFTER_SECONDS", 0.0)
+    resumed, followed = await runs.start(key, request, "order-7")
+    assert (resumed.run_id, followed) == (meta.run_id, True)
+    again, _ = await runs.start(key, request, "order-7")
+    assert again.run_id == meta.run_id
+    assert await published(redis, streams.RUNS, RunRequested, meta.run_id) == 1  # started once, no second run
+    assert await redis.zcard(index_key(key.tenant_id)) == 1
+
+
+async def test_a_broken_connection_mid_admission_keeps_the_reservation(redis) -> None:
+    """Whether the run started is unknown, so the key is not freed for a second run."""
+    runs, key, request = service(redis), agentic_key(), SearchRequest(query="when?", mode="agentic")
+    meta = await lose_the_started_mark(runs, key, request)
+    claim = Claim(run_id="r" * 32, request=request_digest(request))
+    assert (await runs.requests.reserve(key.key_id, "order-7", claim)).run_id == meta.run_id
+
+
+async def test_a_slow_admission_whose_run_was_resumed_meanwhile_goes_on_and_withdraws_nothing(redis) -> None:
+    runs, key, request = service(redis), agentic_key(), SearchRequest(query="when?", mode="agentic")
+    claim = Claim(run_id=uuid.uuid4().hex, request=request_digest(request))
+    await runs.requests.reserve(key.key_id, "order-7", claim)
+    await runs.requests.mark_started(key.key_id, "order-7", claim)  # the request sent again resumed it
+    await runs.requests.mark_started(key.key_id, "order-7", claim)  # the slow gateway's own mark
+    await runs.requests.release(key.key_id, "order-7", claim)  # a started run's key is not freed
+    assert (await runs.requests.reserve(key.key_id, "order-7", Claim(run_id="r" * 32, request="d"))).started
