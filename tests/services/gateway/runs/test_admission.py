@@ -25,8 +25,8 @@ from pmsearch.services.gateway.searcher import Searcher
 from pmsearch.services.gateway.watchdog import watchdog_round
 from pmsearch.shared import streams
 from pmsearch.shared.bus import decode
-from pmsearch.shared.runstore import codec
 from pmsearch.shared.messages import RunMeta, RunRequested, VerificationRequested
+from pmsearch.shared.runstore import codec
 from pmsearch.shared.runstore.store import INDEX_ALL, index_key
 from pmsearch.shared.settings import GatewaySettings
 
