@@ -20,7 +20,13 @@ Source format::
     no-message-id: yes        no Message-ID header (the ingester derives one)
     charset: iso-8859-1       cte: quoted-printable; html: yes (HTML-only); alt-html: yes
     @@ attach name.pdf        in a body: an attachment block until "@@ end"
-                              (.pdf rendered, .jpg a drawn photo, .txt/.csv/.html as is)
+                              (.pdf rendered, .jpg a drawn photo, .txt/.csv/.html as is;
+                              .xlsx/.docx/.pptx/.ics built with their libraries from the
+                              block's lines, as documents.txt describes)
+
+``documents.txt`` is built after the rest and the routine mail, with its own random draws
+and fixed MIME boundaries, and its messages are dated after every other: adding it left
+every earlier file byte for byte as it was.
 
 Run: ``python scripts/make_demo_mailbox.py`` (add ``--out DIR`` to write elsewhere).
 """
@@ -42,6 +48,7 @@ from email.utils import format_datetime, parseaddr
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+LATER = "documents.txt"  # see the module's docstring
 DEMO = ROOT / "data" / "demo"
 SEED = 2024
 
@@ -191,9 +198,96 @@ def render_photo(caption: str, seed: str) -> bytes:
     return out.getvalue()
 
 
+def _sections(source: str) -> list[tuple[str, list[str]]]:
+    """``## Heading`` blocks of an attachment's lines: (heading, its lines)."""
+    sections: list[tuple[str, list[str]]] = []
+    for line in source.splitlines():
+        if line.startswith("## "):
+            sections.append((line[3:].strip(), []))
+        elif line.strip() and sections:
+            sections[-1][1].append(line.strip())
+    return sections
+
+
+def _cells(line: str) -> list[object]:
+    cells = [c.strip() for c in line.strip().strip("|").split("|")]
+    return [int(c) if c.isdigit() else c for c in cells]
+
+
+def _fixed_zip(data: bytes, when: datetime) -> bytes:
+    """The package again with every entry dated ``when``: the Office libraries stamp
+    entries with the time of writing, and the demo's bytes must not change on a rerun."""
+    import zipfile
+
+    out = io.BytesIO()
+    with zipfile.ZipFile(io.BytesIO(data)) as src, zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as dst:
+        for info in src.infolist():
+            fixed = zipfile.ZipInfo(info.filename, date_time=when.timetuple()[:6])
+            fixed.compress_type = zipfile.ZIP_DEFLATED
+            dst.writestr(fixed, src.read(info))
+    return out.getvalue()
+
+
+def render_document(name: str, source: str, when: datetime) -> bytes:
+    """An Office file from an attachment block, made by pmsearch.testing.attachments'
+    builders (the libraries people's software writes these files with)."""
+    from pmsearch.testing import attachments as build
+
+    ext = name.lower().rsplit(".", 1)[-1]
+    if ext == "xlsx":
+        data = build.xlsx({title: [_cells(row) for row in rows] for title, rows in _sections(source)}, created=when)
+    elif ext == "pptx":
+        data = build.pptx(_sections(source))
+    else:  # docx: paragraphs, and the "|" rows as one table where they stand
+        lines = [line for line in source.splitlines() if line.strip()]
+        rows = [line for line in lines if line.startswith("|")]
+        first = lines.index(rows[0]) if rows else len(lines)
+        after = " ".join(line for line in lines[first + len(rows):])
+        data = build.docx(lines[:first], [[str(c) for c in _cells(r)] for r in rows] or None, after)
+    return _fixed_zip(data, when)
+
+
+def render_invitation(source: str) -> bytes:
+    from zoneinfo import ZoneInfo
+
+    from pmsearch.testing import attachments as build
+
+    fields: dict[str, list[str]] = {}
+    for line in source.splitlines():
+        key, _, value = line.partition(":")
+        fields.setdefault(key.strip().lower(), []).append(value.strip())
+    berlin = ZoneInfo("Europe/Berlin")
+
+    def when(key: str) -> datetime:
+        return datetime.strptime(fields[key][0], "%Y-%m-%d %H:%M").replace(tzinfo=berlin)
+
+    def person(value: str) -> tuple[str, str]:
+        return parseaddr(value)
+
+    return build.ics(
+        method=fields["method"][0], uid=fields["uid"][0], summary=fields["summary"][0], start=when("start"),
+        end=when("end"), location=fields["location"][0], organizer=person(fields["organizer"][0]),
+        attendees=[person(a) for a in fields.get("attendee", [])], prodid="-//Globex Calendar//EN",
+    )
+
+
+_OFFICE = {
+    "xlsx": "vnd.openxmlformats-officedocument.spreadsheetml.sheet",
+    "docx": "vnd.openxmlformats-officedocument.wordprocessingml.document",
+    "pptx": "vnd.openxmlformats-officedocument.presentationml.presentation",
+}
+
+
 def _attach(em: EmailMessage, name: str, source: str, when: datetime) -> None:
     ext = name.lower().rsplit(".", 1)[-1]
-    if ext == "pdf":
+    if ext in _OFFICE:
+        em.add_attachment(render_document(name, source, when), maintype="application", subtype=_OFFICE[ext],
+                          filename=name)
+    elif ext == "ics":
+        invitation = render_invitation(source)
+        method = invitation.split(b"METHOD:", 1)[1].split(b"\r\n", 1)[0].decode()
+        em.add_attachment(invitation, maintype="text", subtype="calendar", filename=name, params={"method": method})
+    elif ext == "pdf":
         em.add_attachment(render_pdf(source, when), maintype="application", subtype="pdf", filename=name)
     elif ext in {"jpg", "jpeg"}:
         em.add_attachment(render_photo(source, name), maintype="image", subtype="jpeg", filename=name)
@@ -419,9 +513,18 @@ def main(argv: list[str] | None = None) -> int:
     rng = random.Random(SEED)
     msgs: list[Msg] = []
     for path in sorted(args.source.glob("*.txt")):
-        msgs.extend(parse_source(path.read_text(encoding="utf-8")))
+        if path.name != LATER:
+            msgs.extend(parse_source(path.read_text(encoding="utf-8")))
     msgs.extend(parse_source(routine_mail(random.Random(SEED + 1))))
     build(msgs, rng)
+    if (args.source / LATER).exists():
+        later = parse_source((args.source / LATER).read_text(encoding="utf-8"))
+        build(later, random.Random(SEED + 2))
+        for msg in later:
+            for n, part in enumerate(msg.email.walk()):
+                if part.is_multipart():  # not from the global RNG, which the others' boundaries draw on
+                    part.set_boundary(f"=_{msg.key}.{n}")
+        msgs.extend(later)
     counts = write(msgs, args.out)
     for (tenant, mailbox, folder), n in counts.items():
         print(f"{tenant}/{mailbox}/{folder}: {n}")

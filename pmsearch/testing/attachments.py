@@ -28,12 +28,17 @@ def docx(paragraphs: list[str], table: list[list[str]] | None = None, after: str
     return out.getvalue()
 
 
-def xlsx(sheets: dict[str, list[list[object]]], formulas: dict[str, tuple[str, str, object]] | None = None) -> bytes:
+def xlsx(
+    sheets: dict[str, list[list[object]]], formulas: dict[str, tuple[str, str, object]] | None = None,
+    created: datetime | None = None,
+) -> bytes:
     """``formulas``: sheet -> (cell, formula, the value Excel computed and cached)."""
     import xlsxwriter
 
     out = io.BytesIO()
     book = xlsxwriter.Workbook(out, {"in_memory": True})
+    if created is not None:
+        book.set_properties({"created": created.replace(tzinfo=None)})
     for name, rows in sheets.items():
         sheet = book.add_worksheet(name)
         for r, row in enumerate(rows):
@@ -139,15 +144,16 @@ def rtf(paragraphs: list[str]) -> bytes:
 
 
 def ics(*, method: str = "REQUEST", summary: str, start: datetime, end: datetime, location: str,
-        organizer: tuple[str, str], attendees: list[tuple[str, str]]) -> bytes:
+        organizer: tuple[str, str], attendees: list[tuple[str, str]], uid: str = "evt-1@test.example",
+        prodid: str = "-//pmsearch tests//EN") -> bytes:
     from icalendar import Calendar, Event, vCalAddress
 
     calendar = Calendar()
-    calendar.add("prodid", "-//pmsearch tests//EN")
+    calendar.add("prodid", prodid)
     calendar.add("version", "2.0")
     calendar.add("method", method)
     event = Event()
-    event.add("uid", "evt-1@test.example")
+    event.add("uid", uid)
     event.add("summary", summary)
     event.add("dtstart", start)
     event.add("dtend", end)

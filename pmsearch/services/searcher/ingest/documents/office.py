@@ -34,20 +34,24 @@ def docx_text(data: bytes, room: int) -> Extracted:
 
 def _table(out: Budget, table: Any) -> bool:
     for row in table.rows:
-        cells = _distinct(cell.text for cell in row.cells)
+        cells = _distinct(row.cells)
         line = row_line(cells)
         if line is not None and not out.add(line, len(cells)):
             return False
     return True
 
 
-def _distinct(texts: Any) -> list[str]:
-    """A row's cells, a merged cell (python-docx repeats it in each column) once."""
-    cells: list[str] = []
-    for text in texts:
-        if not cells or text != cells[-1] or not text:
-            cells.append(text)
-    return cells
+def _distinct(cells: Any) -> list[str]:
+    """A row's cells' texts, a merged cell once: python-docx gives a cell spanning
+    columns once for each, as the same table cell element. Two cells that only say the
+    same thing are both kept."""
+    texts: list[str] = []
+    seen: set[int] = set()
+    for cell in cells:
+        if id(cell._tc) not in seen:  # noqa: SLF001 - the cell's element is its identity
+            seen.add(id(cell._tc))  # noqa: SLF001
+            texts.append(cell.text)
+    return texts
 
 
 def xlsx_text(data: bytes, room: int) -> Extracted:

@@ -38,6 +38,23 @@ def test_a_word_document_gives_its_paragraphs_and_table_rows_in_order():
     assert parsed.notes == []
 
 
+def test_a_merged_word_table_cell_is_read_once_and_two_equal_cells_twice():
+    import io
+
+    from docx import Document
+
+    document = Document()
+    grid = document.add_table(rows=2, cols=3)
+    for c, value in enumerate(["Cleaning", "daily", "daily"]):
+        grid.cell(0, c).text = value
+    grid.cell(1, 0).text = "Notice"
+    grid.cell(1, 1).merge(grid.cell(1, 2)).text = "six months"
+    out = io.BytesIO()
+    document.save(out)
+    attachment, _ = attached(out.getvalue(), "terms.docx", DOCX)
+    assert attachment.text.splitlines() == ["Cleaning | daily | daily", "Notice | six months"]
+
+
 def test_a_spreadsheet_names_each_sheet_and_gives_formulas_as_their_cached_values():
     data = files.xlsx(
         {"Budget 2027": [["Item", "Qty", "Unit price", "Total"], ["Forklift", 2, 24000]],
