@@ -46,6 +46,9 @@ BY_TYPE: dict[str, Reader] = {
 # Old binary Office files: no kept library reads them without a network or a service.
 LEGACY = {"doc", "xls", "ppt"}
 LEGACY_TYPES = {"application/msword", "application/vnd.ms-excel", "application/vnd.ms-powerpoint"}
+# Outlook's own message files: the one kept reader (extract-msg) is GPL, and no kept
+# library writes one to test a reader with.
+OUTLOOK_TYPE = "application/vnd.ms-outlook"
 
 
 def reader_for(content_type: str, filename: str) -> Reader | None:
@@ -55,11 +58,17 @@ def reader_for(content_type: str, filename: str) -> Reader | None:
         return BY_EXTENSION[ext]
     if ext in LEGACY or content_type in LEGACY_TYPES:
         return legacy_office
+    if ext == "msg" or content_type == OUTLOOK_TYPE:
+        return outlook_message
     return BY_TYPE.get(content_type)
 
 
 def legacy_office(data: bytes, room: int) -> tuple[str | None, bool]:
     raise Unreadable("a legacy binary Office file (.doc, .xls, .ppt): not read; save it as .docx, .xlsx or .pptx")
+
+
+def outlook_message(data: bytes, room: int) -> tuple[str | None, bool]:
+    raise Unreadable("an Outlook message file (.msg): not read; forward the message as an attachment (.eml) instead")
 
 
 __all__ = ["Reader", "Unreadable", "reader_for"]

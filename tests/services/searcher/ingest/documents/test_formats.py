@@ -142,3 +142,10 @@ def test_a_legacy_office_file_is_kept_with_a_note_and_no_text():
     assert attachment.text is None
     assert parsed.notes == ["old.doc: a legacy binary Office file (.doc, .xls, .ppt): not read; "
                             "save it as .docx, .xlsx or .pptx"]
+
+
+def test_an_outlook_message_file_is_kept_with_a_note_and_no_text():
+    attachment, parsed = attached(b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1" + b"\0" * 512, "offer.msg", "application/octet-stream")
+    assert attachment.text is None
+    assert parsed.notes == ["offer.msg: an Outlook message file (.msg): not read; "
+                            "forward the message as an attachment (.eml) instead"]
