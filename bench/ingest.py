@@ -14,7 +14,10 @@ gateway on free ports, then:
   once;
 - keyword / semantic / hybrid search p50/p95 through the gateway, and at the index
   itself (query embedding included) after the stack stops;
-- peak RSS of the searcher and of the CLI.
+- peak RSS of the searcher and of the CLI;
+- with ``--documents``, the same mail again as another tenant, with a third of its
+  attachments Word, Excel and PowerPoint files and calendar invitations (``bench.mailgen``),
+  for msg/s with and without them (each format's own time: ``bench.attachments``).
 
 Prints a table, then one JSON object as the last line.
 """
@@ -47,11 +50,11 @@ QUERIES = ["invoice due amount", "claim photos assessor visit", "pickup schedule
            "tracking link for the pallets", "password rules", "out of office who covers", "repair invoice settle"]
 
 
-def _pmsearch_ingest(stack: Stack, source: Path, mailbox: str, *extra: str) -> subprocess.Popen:
+def _pmsearch_ingest(stack: Stack, source: Path, mailbox: str, *extra: str, tenant: str = TENANT) -> subprocess.Popen:
     env = {k: v for k, v in os.environ.items() if not k.startswith("PM_")}
     env.update(PM_GATEWAY_URL=stack.gateway_url, PM_ADMIN_TOKEN=stack.secrets.admin_token,
                PM_VAR_DIR=str(stack.var_dir))
-    return subprocess.Popen([sys.executable, "-c", _CLI_WITH_RSS, "ingest", str(source), "-t", TENANT, "-m", mailbox,
+    return subprocess.Popen([sys.executable, "-c", _CLI_WITH_RSS, "ingest", str(source), "-t", tenant, "-m", mailbox,
                              *extra], cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
@@ -74,12 +77,12 @@ def _note_rss(errors: str) -> None:
             _cli_peak_kb = max(_cli_peak_kb, int(line.split("=")[1]))
 
 
-def import_all(stack: Stack, root: Path) -> dict[str, Any]:
+def import_all(stack: Stack, root: Path, tenant: str = TENANT) -> dict[str, Any]:
     """Each mailbox of ``root`` through ``pmsearch ingest``, one after another."""
     totals: Counter[str] = Counter()
     start = time.perf_counter()
     for box in MAILBOXES:
-        proc = _pmsearch_ingest(stack, root / box, box)
+        proc = _pmsearch_ingest(stack, root / box, box, tenant=tenant)
         out, errors = proc.communicate(timeout=6 * 3600)
         _note_rss(errors)
         if proc.returncode not in (0, 1):
@@ -232,6 +235,8 @@ def main() -> None:
     parser.add_argument("--baseline", action="store_true", help="import the same mail on the PyTorch embedder first")
     parser.add_argument("--queries", type=int, default=60, help="queries per search mode")
     parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--documents", action="store_true",
+                        help="also import the same mail with a third of its attachments Office files and invitations")
     args = parser.parse_args()
     rng = random.Random(args.seed)
     rows: list[dict[str, Any]] = []
@@ -264,6 +269,9 @@ def main() -> None:
             write_maildirs(kill_mail, max(300, args.messages // 4), seed=args.seed + 2)
             result["kill"] = kill_and_resume(stack, kill_mail, imported["messages_per_s"], rng)
             result["gateway_latency_ms"] = gateway_latency(stack, args.queries)
+            if args.documents:
+                result["import_with_documents"] = with_documents(stack, work, args)
+                rows.append({"step": "import, with documents", **_row(result["import_with_documents"])})
         finally:
             stack.stop()
         result["cli_peak_rss_mb"] = round(_cli_peak_kb / 1024, 1)
@@ -286,6 +294,20 @@ def main() -> None:
     print(f"ceiling: {result['ceiling']}; searcher peak RSS {imported.get('searcher_peak_rss_mb')} MB, "
           f"CLI peak RSS {result['cli_peak_rss_mb']} MB")
     emit_json(result)
+
+
+def with_documents(stack: Stack, work: Path, args: argparse.Namespace) -> dict[str, Any]:
+    """The first import's mail again, with a third of its attachments Office files and
+    invitations, as another tenant on the same stack (so nothing is already present)."""
+    files = write_maildirs(work / "mail-documents", args.messages, seed=args.seed, documents=True)
+    documents = sum(1 for p in (work / "mail-documents").rglob("*") if p.is_file() and _has_document(p))
+    imported = import_all(stack, work / "mail-documents", tenant="documents")
+    return {**imported, "generated_files": sum(files.values()), "files_with_a_document": documents}
+
+
+def _has_document(path: Path) -> bool:
+    head = path.read_bytes()
+    return any(ext in head for ext in (b'.docx"', b'.xlsx"', b'.pptx"', b'.ics"'))
 
 
 def _row(r: dict[str, Any]) -> dict[str, Any]:

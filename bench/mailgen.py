@@ -57,8 +57,11 @@ FILLER = ["Thanks for the quick reply.", "Let me know if anything is unclear.", 
 
 
 class Generator:
-    def __init__(self, seed: int = 7) -> None:
+    def __init__(self, seed: int = 7, *, documents: bool = False) -> None:
         self.seed = seed
+        # A third of the attachments become Office files and invitations, drawn from a
+        # generator of their own: every message is otherwise as without documents.
+        self.documents = random.Random(seed + 1) if documents else None
         self.rng = random.Random(seed)
         self.threads: list[dict] = []  # open conversations a reply may continue
         self.start = datetime(2006, 1, 2, 8, 0, tzinfo=UTC)
@@ -112,6 +115,9 @@ class Generator:
             msg.set_content(text)
         if r.random() < 0.12:
             self._attach(msg, topic, f)
+            if self.documents is not None and self.documents.random() < 1 / 3:
+                msg.get_payload().pop()  # the attachment just added
+                _document(msg, topic, f, self.documents)
         if msg["Message-ID"] and r.random() < 0.6:
             self.threads.append({"id": msg["Message-ID"], "subject": str(msg["Subject"]).removeprefix("Re: "),
                                  "refs": (reply_to["refs"] + [reply_to["id"]])[-5:] if reply_to else [],
@@ -140,6 +146,35 @@ class Generator:
                                maintype="application", subtype="pdf", filename=f"{f['code']}.pdf")
 
 
+def _document(msg: EmailMessage, topic: str, f: dict[str, str], r: random.Random) -> None:
+    """A Word, Excel or PowerPoint file or a calendar invitation, made by the libraries
+    that write them (pmsearch.testing.attachments), about the message's matter."""
+    from zoneinfo import ZoneInfo
+
+    from pmsearch.testing import attachments as files
+
+    rows = [[f"{f['code']}-{i}", f"item {i}", r.randrange(1, 99), r.randrange(5, 900)] for i in range(r.randrange(5, 40))]
+    kind = r.choice(["docx", "xlsx", "pptx", "ics"])
+    if kind == "docx":
+        data = files.docx([f"{topic.title()} {f['code']}", f"Amount {f['amount']}, due {f['date']}."] * r.randrange(1, 6),
+                          [["code", "item", "qty", "price"], *[[str(c) for c in row] for row in rows[:10]]])
+        ctype = ("application", "vnd.openxmlformats-officedocument.wordprocessingml.document")
+    elif kind == "xlsx":
+        data = files.xlsx({"Items": [["code", "item", "qty", "price"], *rows], "Summary": [["total", f["amount"]]]})
+        ctype = ("application", "vnd.openxmlformats-officedocument.spreadsheetml.sheet")
+    elif kind == "pptx":
+        data = files.pptx([(f"{topic.title()} {f['code']}", [f"Amount {f['amount']}", f"Due {f['date']}"])
+                           for _ in range(r.randrange(1, 8))])
+        ctype = ("application", "vnd.openxmlformats-officedocument.presentationml.presentation")
+    else:
+        start = datetime(2024, 1, 1, 9, tzinfo=ZoneInfo("Europe/Berlin")) + timedelta(days=r.randrange(300))
+        data = files.ics(summary=f"{topic.title()} {f['code']}", start=start, end=start + timedelta(hours=1),
+                         location=f"Gate {f['gate']}", organizer=("Dana", f"dana@{DOMAIN}"),
+                         attendees=[("Alice", f"alice@{DOMAIN}")])
+        ctype = ("text", "calendar")
+    msg.add_attachment(data, maintype=ctype[0], subtype=ctype[1], filename=f"{f['code']}.{kind}")
+
+
 def _pdf(text: str) -> bytes:
     """A one-page PDF showing ``text`` (what a scanner or an invoicing tool sends)."""
     safe = text.encode("latin-1", "replace").replace(b"\\", b"\\\\").replace(b"(", b"\\(").replace(b")", b"\\)")
@@ -161,10 +196,10 @@ def _pdf(text: str) -> bytes:
     return bytes(out)
 
 
-def write_maildirs(root: Path, count: int, *, seed: int = 7) -> dict[str, int]:
+def write_maildirs(root: Path, count: int, *, seed: int = 7, documents: bool = False) -> dict[str, int]:
     """``count`` messages of the seed into one Maildir per mailbox under ``root`` (added to
     what is there). Returns the files written per mailbox (copies included)."""
-    gen = Generator(seed)
+    gen = Generator(seed, documents=documents)
     root.mkdir(parents=True, exist_ok=True)
     boxes: dict[str, mailbox.Maildir] = {}
     written: dict[str, int] = {}
