@@ -158,21 +158,18 @@ def _document(msg: EmailMessage, topic: str, f: dict[str, str], r: random.Random
     if kind == "docx":
         data = files.docx([f"{topic.title()} {f['code']}", f"Amount {f['amount']}, due {f['date']}."] * r.randrange(1, 6),
                           [["code", "item", "qty", "price"], *[[str(c) for c in row] for row in rows[:10]]])
-        ctype = ("application", "vnd.openxmlformats-officedocument.wordprocessingml.document")
     elif kind == "xlsx":
         data = files.xlsx({"Items": [["code", "item", "qty", "price"], *rows], "Summary": [["total", f["amount"]]]})
-        ctype = ("application", "vnd.openxmlformats-officedocument.spreadsheetml.sheet")
     elif kind == "pptx":
         data = files.pptx([(f"{topic.title()} {f['code']}", [f"Amount {f['amount']}", f"Due {f['date']}"])
                            for _ in range(r.randrange(1, 8))])
-        ctype = ("application", "vnd.openxmlformats-officedocument.presentationml.presentation")
     else:
         start = datetime(2024, 1, 1, 9, tzinfo=ZoneInfo("Europe/Berlin")) + timedelta(days=r.randrange(300))
         data = files.ics(summary=f"{topic.title()} {f['code']}", start=start, end=start + timedelta(hours=1),
                          location=f"Gate {f['gate']}", organizer=("Dana", f"dana@{DOMAIN}"),
                          attendees=[("Alice", f"alice@{DOMAIN}")])
-        ctype = ("text", "calendar")
-    msg.add_attachment(data, maintype=ctype[0], subtype=ctype[1], filename=f"{f['code']}.{kind}")
+    maintype, subtype = files.CONTENT_TYPES[kind].split("/")
+    msg.add_attachment(data, maintype=maintype, subtype=subtype, filename=f"{f['code']}.{kind}")
 
 
 def _pdf(text: str) -> bytes:

@@ -247,7 +247,8 @@ def render_document(name: str, source: str, when: datetime) -> bytes:
     return _fixed_zip(data, when)
 
 
-def render_invitation(source: str) -> bytes:
+def render_invitation(source: str) -> tuple[bytes, str]:
+    """An invitation from an attachment block, and its METHOD."""
     from zoneinfo import ZoneInfo
 
     from pmsearch.testing import attachments as build
@@ -261,31 +262,23 @@ def render_invitation(source: str) -> bytes:
     def when(key: str) -> datetime:
         return datetime.strptime(fields[key][0], "%Y-%m-%d %H:%M").replace(tzinfo=berlin)
 
-    def person(value: str) -> tuple[str, str]:
-        return parseaddr(value)
-
+    method = fields["method"][0]
     return build.ics(
-        method=fields["method"][0], uid=fields["uid"][0], summary=fields["summary"][0], start=when("start"),
-        end=when("end"), location=fields["location"][0], organizer=person(fields["organizer"][0]),
-        attendees=[person(a) for a in fields.get("attendee", [])], prodid="-//Globex Calendar//EN",
-    )
-
-
-_OFFICE = {
-    "xlsx": "vnd.openxmlformats-officedocument.spreadsheetml.sheet",
-    "docx": "vnd.openxmlformats-officedocument.wordprocessingml.document",
-    "pptx": "vnd.openxmlformats-officedocument.presentationml.presentation",
-}
+        method=method, uid=fields["uid"][0], summary=fields["summary"][0], start=when("start"),
+        end=when("end"), location=fields["location"][0], organizer=parseaddr(fields["organizer"][0]),
+        attendees=[parseaddr(a) for a in fields.get("attendee", [])], prodid="-//Globex Calendar//EN",
+    ), method
 
 
 def _attach(em: EmailMessage, name: str, source: str, when: datetime) -> None:
+    from pmsearch.testing.attachments import CONTENT_TYPES
+
     ext = name.lower().rsplit(".", 1)[-1]
-    if ext in _OFFICE:
-        em.add_attachment(render_document(name, source, when), maintype="application", subtype=_OFFICE[ext],
-                          filename=name)
+    if ext in {"xlsx", "docx", "pptx"}:
+        maintype, subtype = CONTENT_TYPES[ext].split("/")
+        em.add_attachment(render_document(name, source, when), maintype=maintype, subtype=subtype, filename=name)
     elif ext == "ics":
-        invitation = render_invitation(source)
-        method = invitation.split(b"METHOD:", 1)[1].split(b"\r\n", 1)[0].decode()
+        invitation, method = render_invitation(source)
         em.add_attachment(invitation, maintype="text", subtype="calendar", filename=name, params={"method": method})
     elif ext == "pdf":
         em.add_attachment(render_pdf(source, when), maintype="application", subtype="pdf", filename=name)

@@ -9,6 +9,14 @@ import zipfile
 from datetime import datetime
 from zoneinfo import ZoneInfo
 
+# The type each built file is sent as, by its extension.
+CONTENT_TYPES = {
+    "docx": "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
+    "xlsx": "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
+    "pptx": "application/vnd.openxmlformats-officedocument.presentationml.presentation",
+    "ics": "text/calendar",
+}
+
 
 def docx(paragraphs: list[str], table: list[list[str]] | None = None, after: str = "") -> bytes:
     from docx import Document

@@ -127,7 +127,9 @@ class RunService:
         claim = Claim(run_id=run_id, request=request_digest(req))
         earlier = await self.requests.reserve(record.key_id, idempotency_key, claim)
         if earlier is not None:
-            resumed = await self._resume(record, req, idempotency_key, earlier)
+            resumed = None
+            if not earlier.started and earlier.request == claim.request:
+                resumed = await self._resume(record, req, idempotency_key, earlier)
             meta = resumed or await self.meta(record, follow(earlier, claim.request))
             metrics.RUNS_FOLLOWED.inc()
             return meta, True
@@ -149,7 +151,7 @@ class RunService:
     async def _resume(
         self, record: ApiKeyRecord, req: SearchRequest, idempotency_key: str, earlier: Claim
     ) -> RunMeta | None:
-        """Start the run an earlier request recorded but never marked started, and return
+        """Start the run an earlier request with the same body recorded but never marked started, and return
         it; None when there is no such run to start.
 
         Admission is one hash slot a step, so a Redis failover (replication is
@@ -160,8 +162,6 @@ class RunService:
         :data:`RESUME_AFTER_SECONDS`, so that an admission still under way is left to
         finish; if one was only slow, both publish, and the planner takes a run's second
         ``RunRequested`` as a redelivery."""
-        if earlier.started or earlier.request != request_digest(req):
-            return None
         meta = await self.store.meta(earlier.run_id)
         if meta is None or not may_read(record, meta) or time.time() - meta.created_at < RESUME_AFTER_SECONDS:
             return None

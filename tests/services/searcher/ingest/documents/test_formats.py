@@ -9,9 +9,7 @@ from pmsearch.services.searcher.ingest.parser import parse_message
 from pmsearch.testing import attachments as files
 from tests.services.searcher.ingest.mails import mail, raw
 
-DOCX = "application/vnd.openxmlformats-officedocument.wordprocessingml.document"
-XLSX = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"
-PPTX = "application/vnd.openxmlformats-officedocument.presentationml.presentation"
+DOCX, XLSX, PPTX = (files.CONTENT_TYPES[ext] for ext in ("docx", "xlsx", "pptx"))
 
 
 def attached(data: bytes, filename: str, ctype: str = "application/octet-stream"):
