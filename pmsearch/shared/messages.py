@@ -530,8 +530,8 @@ class Excerpt(Contract):
     start: int
     end: int
     matched_quote: bool
-    # Inside an attachment, the sheet, slide or event the excerpt is in ("Sheet: Budget
-    # 2027"; pmsearch/shared/attachment_places.py); None elsewhere.
+    # Inside an attachment, the sheet and row, slide, event or page the excerpt is in
+    # ("Sheet: Budget 2027, row 4"; pmsearch/shared/attachment_places.py); None elsewhere.
     place: str | None = None
 
 

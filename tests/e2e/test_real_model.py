@@ -121,10 +121,10 @@ def test_an_extract_style_answer_quotes_the_sentence_that_answers(real_stack):
         assert all(c["excerpt"]["matched_quote"] for c in sentence["citations"]), sentence
 
 
-def test_a_figure_inside_an_attached_spreadsheet_is_answered_and_cited_to_its_sheet(real_stack):
+def test_a_figure_inside_an_attached_spreadsheet_is_answered_and_cited_to_its_sheet_and_row(real_stack):
     """The real model answering from inside an attachment: a budget spreadsheet (made
     with the library spreadsheet software writes it with) sent to alice; the answer's
-    figure is verified against its row and cited to the file and its sheet."""
+    figure is verified against its row and cited to the file, its sheet and the row."""
     from email.message import EmailMessage
     from email.utils import format_datetime
 
@@ -155,4 +155,4 @@ def test_a_figure_inside_an_attached_spreadsheet_is_answered_and_cited_to_its_sh
     assert result["outcome"] == "answered", result
     assert "22350" in result["answer"]["text"].replace(",", ""), result["answer"]["text"]
     excerpts = [c["excerpt"] for s in result["answer"]["sentences"] for c in s["citations"]]
-    assert any(e["part"] == "attachment:lyon-budget.xlsx" and e["place"] == "Sheet: Lyon depot 2027" for e in excerpts), excerpts
+    assert any(e["part"] == "attachment:lyon-budget.xlsx" and e["place"] == "Sheet: Lyon depot 2027, row 2" for e in excerpts), excerpts

@@ -81,7 +81,7 @@ class Part:
         )
 
     def place(self, offset: int) -> str | None:
-        """The sheet, slide or event of an attachment that ``offset`` lies in."""
+        """The sheet and row, slide, event or page of an attachment that ``offset`` lies in."""
         return place(self.original, offset) if self.name.startswith("attachment:") else None
 
     def find(self, fragments: list[str]) -> tuple[int, int] | None:

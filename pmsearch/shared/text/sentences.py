@@ -33,6 +33,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from pmsearch.shared.attachment_places import ROW_MARK
 from pmsearch.shared.text.calendar import MONTH_ABBREVIATIONS
 from pmsearch.shared.text.citations import Marker, find_markers
 from pmsearch.shared.text.quotes import double_quote_spans
@@ -228,14 +229,19 @@ def prose_sentence_spans(text: str, offset: int = 0) -> list[tuple[int, int]]:
 def unit_spans(text: str, *, csv: bool = False) -> list[tuple[int, int, str]]:
     """(start, end, header) of each unit of ``text``: a prose sentence (header "") or a
     table row (a line with "|", or with ``csv`` any line), whose header is the table's
-    first row (the first row's own is "")."""
+    first row (the first row's own is ""). A sheet's row mark is neither."""
     units: list[tuple[int, int, str]] = []
     header: str | None = None
     prose_start = 0
     pos = 0
     for line in text.splitlines(keepends=True):
         body = line.rstrip("\r\n")
-        if (csv and body.strip()) or "|" in body:
+        if ROW_MARK.match(body.strip()):
+            # A sheet's row number where empty rows were left out: the row's place, not
+            # a sentence, and the table goes on under its header.
+            units.extend((s, e, "") for s, e in prose_sentence_spans(text[prose_start:pos], prose_start))
+            prose_start = pos + len(line)
+        elif (csv and body.strip()) or "|" in body:
             units.extend((s, e, "") for s, e in prose_sentence_spans(text[prose_start:pos], prose_start))
             lead = len(body) - len(body.lstrip())
             units.append((pos + lead, pos + len(body.rstrip()), header or ""))

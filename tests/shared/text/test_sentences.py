@@ -134,6 +134,13 @@ def test_mail_prose_joins_wrapped_lines_and_keeps_list_items_apart() -> None:
     ]
 
 
+def test_a_sheets_row_mark_is_no_sentence_and_the_table_goes_on_under_its_header() -> None:
+    text = "Route | Rate\nLyon | 980\n(row 9)\nPrague | 1180"
+    assert table_sentences("rates.xlsx", text) == [
+        "Route | Rate", "Route | Rate ... Lyon | 980", "Route | Rate ... Prague | 1180",
+    ]
+
+
 def test_a_table_row_is_a_sentence_with_its_header() -> None:
     text = "KPI | March | February\nOn-time delivery | 94.1% | 95.6%\n\nAll figures are provisional."
     assert table_sentences("kpis.md", text) == [

@@ -14,6 +14,8 @@ import logging
 import re
 from html.parser import HTMLParser
 
+from pmsearch.shared.attachment_places import page_heading
+
 # The default cap for callers outside the parser, which applies its own per-message
 # budget (IngestLimits.max_text_chars) instead.
 MAX_TEXT_CHARS = 1_000_000
@@ -210,7 +212,8 @@ def pdf_to_text(data: bytes) -> str | None:
 
 def pdf_text(data: bytes, max_chars: int) -> tuple[str | None, bool]:
     """At most ``max_chars`` of a PDF's text (``None`` when it has none we can read), and
-    whether some was left out. Pages are read only until there is enough text.
+    whether some was left out. Pages are read only until there is enough text; a file of
+    several pages has each page's number as a line before its text.
 
     Run this where time and memory are bounded (the parsing subprocess): pypdf on a
     hostile file can take long and allocate much."""
@@ -231,16 +234,25 @@ def pdf_text(data: bytes, max_chars: int) -> tuple[str | None, bool]:
         size = 0
         pages = reader.pages
         cut = len(pages) > MAX_PDF_PAGES
-        for page in pages[:MAX_PDF_PAGES]:
+        # Each page of a longer file opens with its number: an answer names the page it
+        # cites (pmsearch.shared.attachment_places).
+        numbered = len(pages) > 1
+        said = False  # a scan's pages have numbers and no text: no text
+        for number, page in enumerate(pages[:MAX_PDF_PAGES], start=1):
             if size > max_chars:
                 cut = True
                 break
             part = page.extract_text() or ""
+            said = said or bool(part.strip())
+            if numbered:
+                part = f"{page_heading(number, len(pages))}\n{part}"
             parts.append(part)
             size += len(part)
     except MemoryError:
         raise
     except Exception:
         return None, False
+    if not said:
+        return None, cut
     text = clean_text("\n\n".join(parts), limit=None)
     return (text[:max_chars] or None), cut or len(text) > max_chars

@@ -8,14 +8,16 @@ from email.message import EmailMessage
 from email.utils import format_datetime
 
 
-def make_pdf(lines: list[str]) -> bytes:
+def make_pdf(lines: list[str], *pages: list[str]) -> bytes:
+    """A PDF of ``lines``, and of each further list of lines on a page of its own."""
     from fpdf import FPDF
 
     pdf = FPDF()
-    pdf.add_page()
     pdf.set_font("Helvetica", size=11)
-    for line in lines:
-        pdf.cell(0, 8, line, new_x="LMARGIN", new_y="NEXT")
+    for page in (lines, *pages):
+        pdf.add_page()
+        for line in page:
+            pdf.cell(0, 8, line, new_x="LMARGIN", new_y="NEXT")
     return bytes(pdf.output())
 
 

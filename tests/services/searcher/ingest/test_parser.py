@@ -148,6 +148,24 @@ def test_alternative_prefers_plain_text():
     assert m.attachments == []
 
 
+def test_each_page_of_a_longer_pdf_opens_with_its_number():
+    msg = mail(body="The contract is attached.")
+    msg.add_attachment(make_pdf(["Supply contract 2027", "Delivery within 10 days."], ["Penalty: EUR 400 a day."]),
+                       maintype="application", subtype="pdf", filename="contract.pdf")
+    msg.add_attachment(make_pdf(["Invoice INV-2024-0173"]), maintype="application", subtype="pdf", filename="one.pdf")
+    contract, one = parse_message(raw(msg)).attachments
+    assert [line for line in contract.text.splitlines() if line.startswith("Page ")] == ["Page 1 of 2", "Page 2 of 2"]
+    assert contract.text.index("Page 2 of 2") < contract.text.index("Penalty")
+    assert one.text == "Invoice INV-2024-0173"
+
+
+def test_a_pdf_of_pages_without_text_has_no_text():
+    msg = mail(body="Scanned.")
+    msg.add_attachment(make_pdf([], []), maintype="application", subtype="pdf", filename="scan.pdf")
+    (scan,) = parse_message(raw(msg)).attachments
+    assert scan.text is None
+
+
 def test_attachments_text_html_pdf_and_binary():
     msg = mail(body="Please find the files attached.")
     msg.add_attachment("Agenda:\n1. Budget\n2. Hiring", filename="notes.txt")

@@ -7,7 +7,8 @@ as the PDF reader does; one that must refuse a file (encrypted, a decompression 
 legacy binary format) raises :class:`Unreadable` with the reason, which becomes a note on
 the message while the rest of it is read. Text is laid out for the verifier's sentence
 reader: prose as lines, a table's rows as ``cell | cell`` lines under their header row,
-each sheet, slide or event introduced by a line naming it."""
+each sheet, slide or event introduced by a line naming it, a sheet's row numbered where
+empty rows before it were left out (:mod:`pmsearch.shared.attachment_places`)."""
 
 from __future__ import annotations
 

@@ -9,7 +9,7 @@ from typing import Any
 
 from pmsearch.services.searcher.ingest.documents.layout import Budget, row_line
 from pmsearch.services.searcher.ingest.documents.package import opened
-from pmsearch.shared.attachment_places import sheet_heading, slide_heading
+from pmsearch.shared.attachment_places import row_mark, sheet_heading, slide_heading
 
 Extracted = tuple[str | None, bool, list[str]]
 
@@ -56,7 +56,8 @@ def _distinct(cells: Any) -> list[str]:
 
 def xlsx_text(data: bytes, room: int) -> Extracted:
     """Each sheet: a line naming it, then its rows as ``cell | cell``, formulas as the
-    values Excel last computed (the file's cache), never evaluated here."""
+    values Excel last computed (the file's cache), never evaluated here; where empty rows
+    are left out, the next row's number as a line of its own (its place)."""
     import openpyxl
 
     logging.getLogger("openpyxl").setLevel(logging.ERROR)
@@ -70,10 +71,16 @@ def xlsx_text(data: bytes, room: int) -> Extracted:
             out.gap()
             if not out.add(sheet_heading(sheet.title)):
                 break
-            for values in sheet.iter_rows(values_only=True):
+            following = 1  # the row a line written next is, unless marked
+            for number, values in enumerate(sheet.iter_rows(min_row=1, values_only=True), start=1):
                 line = row_line(values)
-                if line is not None and not out.add(line, len(values)):
+                if line is None:
+                    continue
+                if number != following and not out.add(row_mark(number)):
                     break
+                if not out.add(line, len(values)):
+                    break
+                following = number + 1
             if out.cut:
                 break
     finally:

@@ -8,7 +8,7 @@ from typing import Any
 
 from pmsearch.services.searcher.ingest.documents.layout import MAX_COLUMNS, Budget, row_line
 from pmsearch.services.searcher.ingest.documents.package import opened
-from pmsearch.shared.attachment_places import sheet_heading, slide_heading
+from pmsearch.shared.attachment_places import row_mark, sheet_heading, slide_heading
 
 Extracted = tuple[str | None, bool, list[str]]
 # A row or cell may say it repeats (an empty sheet is one row repeated a million times):
@@ -78,9 +78,12 @@ def _cell(node: Any) -> object:
     return _text(node)
 
 
-def _rows(table: Any, out: Budget) -> bool:
+def _rows(table: Any, out: Budget, *, numbered: bool = False) -> bool:
+    """The table's rows as lines; ``numbered`` (a sheet's) with a row mark where empty
+    rows were left out, so each row's place is its number in the sheet."""
     from odf.table import TableRow
 
+    number = following = 1  # the row this is; the row a line written next is, unless marked
     for row in table.getElementsByType(TableRow):
         cells: list[object] = []
         for cell in row.childNodes:
@@ -91,11 +94,15 @@ def _rows(table: Any, out: Budget) -> bool:
             if len(cells) >= MAX_COLUMNS:
                 break
         line = row_line(cells)
-        if line is None:
-            continue
-        for _ in range(min(_repeat(row, "numberrowsrepeated"), MAX_REPEAT)):
-            if not out.add(line, len(cells)):
+        repeat = _repeat(row, "numberrowsrepeated")
+        if line is not None:
+            if numbered and number != following and not out.add(row_mark(number)):
                 return False
+            for _ in range(min(repeat, MAX_REPEAT)):
+                if not out.add(line, len(cells)):
+                    return False
+            following = number + min(repeat, MAX_REPEAT)
+        number += repeat
     return True
 
 
@@ -104,7 +111,7 @@ def _sheets(document: Any, out: Budget) -> None:
 
     for sheet in document.spreadsheet.getElementsByType(Table):
         out.gap()
-        if not out.add(sheet_heading(sheet.getAttribute("name") or "")) or not _rows(sheet, out):
+        if not out.add(sheet_heading(sheet.getAttribute("name") or "")) or not _rows(sheet, out, numbered=True):
             return
 
 

@@ -66,6 +66,16 @@ def test_a_spreadsheet_names_each_sheet_and_gives_formulas_as_their_cached_value
     ]
 
 
+def test_a_sheets_empty_rows_are_left_out_and_the_next_rows_number_marked():
+    data = files.xlsx({"Rates": [["Rate card 2027"], [], ["Route", "Rate"], ["Lyon", 980], [], [], ["Prague", 1180]]})
+    attachment, _ = attached(data, "rates.xlsx")
+    assert attachment.text.splitlines() == [
+        "Sheet: Rates", "Rate card 2027", "(row 3)", "Route | Rate", "Lyon | 980", "(row 7)", "Prague | 1180",
+    ]
+    sheet, _ = attached(files.ods("Rates", [["Route", "Rate"], [], ["Lyon", 980]]), "rates.ods")
+    assert sheet.text.splitlines() == ["Sheet: Rates", "Route | Rate", "(row 3)", "Lyon | 980"]
+
+
 def test_slides_give_their_titles_text_and_tables():
     data = files.pptx(
         [("Q1 review", ["Revenue up 12%", "Two new depots"])],
