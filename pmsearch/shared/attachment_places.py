@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 
 _HEADING = re.compile(r"^(Sheet: .+|Slide \d+(?:: .+)?|Event(?: \(cancelled\))?: .+|Page \d+ of \d+)$", re.M)
-ROW_MARK = re.compile(r"^\(row (\d+)\)$")
+_ROW_MARK = re.compile(r"^\(row (\d+)\)$")
 MAX_PLACE_CHARS = 120
 
 
@@ -33,6 +33,12 @@ def page_heading(number: int, pages: int) -> str:
 def row_mark(number: int) -> str:
     """The line ingest writes before a sheet's row when the rows before it were empty."""
     return f"(row {number})"
+
+
+def row_mark_number(line: str) -> int | None:
+    """The row number a row mark line names; None for any other line."""
+    mark = _ROW_MARK.match(line.strip())
+    return int(mark.group(1)) if mark else None
 
 
 def place(text: str, offset: int) -> str | None:
@@ -59,13 +65,13 @@ def _row(before: str, line: str) -> int | None:
     """The number of the sheet row ``line`` is, ``before`` being the sheet's lines from
     its heading's end to that line: the first row is 1, each further line the next row
     unless a row mark names it. None for a blank line or a mark."""
-    if not line.strip() or ROW_MARK.match(line.strip()):
+    if not line.strip() or row_mark_number(line) is not None:
         return None
     row = 0
     for earlier in before.split("\n"):
-        mark = ROW_MARK.match(earlier.strip())
-        if mark:
-            row = int(mark.group(1)) - 1
+        marked = row_mark_number(earlier)
+        if marked is not None:
+            row = marked - 1
         elif earlier.strip():
             row += 1
     return row + 1

@@ -33,7 +33,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from pmsearch.shared.attachment_places import ROW_MARK
+from pmsearch.shared.attachment_places import row_mark_number
 from pmsearch.shared.text.calendar import MONTH_ABBREVIATIONS
 from pmsearch.shared.text.citations import Marker, find_markers
 from pmsearch.shared.text.quotes import double_quote_spans
@@ -236,16 +236,15 @@ def unit_spans(text: str, *, csv: bool = False) -> list[tuple[int, int, str]]:
     pos = 0
     for line in text.splitlines(keepends=True):
         body = line.rstrip("\r\n")
-        if ROW_MARK.match(body.strip()):
-            # A sheet's row number where empty rows were left out: the row's place, not
-            # a sentence, and the table goes on under its header.
+        # A sheet's row mark (the row's number where empty rows were left out) is its
+        # place, not a sentence, and the table goes on under its header.
+        mark = row_mark_number(body) is not None
+        if mark or (csv and body.strip()) or "|" in body:
             units.extend((s, e, "") for s, e in prose_sentence_spans(text[prose_start:pos], prose_start))
-            prose_start = pos + len(line)
-        elif (csv and body.strip()) or "|" in body:
-            units.extend((s, e, "") for s, e in prose_sentence_spans(text[prose_start:pos], prose_start))
-            lead = len(body) - len(body.lstrip())
-            units.append((pos + lead, pos + len(body.rstrip()), header or ""))
-            header = body.strip() if header is None else header
+            if not mark:
+                lead = len(body) - len(body.lstrip())
+                units.append((pos + lead, pos + len(body.rstrip()), header or ""))
+                header = body.strip() if header is None else header
             prose_start = pos + len(line)
         else:
             header = None
